@@ -1,0 +1,35 @@
+package domain
+
+// PermissionPrompt asks whoever drives a call to allow one tool call (SPEC §1).
+// Tool is a catalog tool name; Summary is the session's facts about the call;
+// Agent names a background agent when the prompt is not the caller's own.
+type PermissionPrompt struct {
+	Tool    string
+	Summary string
+	Agent   string
+}
+
+// AskPrompt asks whoever drives a call a question (SPEC §1). Options, when
+// non-empty, are the only valid answers. A Masked ask (a secret) is never sent
+// to an MCP client: it is cancelled.
+type AskPrompt struct {
+	Question string
+	Options  []string
+	Masked   bool
+	Agent    string
+}
+
+// Decision answers a PermissionPrompt. The zero value is Deny, so anything
+// that fails to produce an answer denies.
+type Decision int
+
+const (
+	Deny Decision = iota
+	AllowOnce
+)
+
+// Answer answers an AskPrompt. The zero value is a cancelled ask.
+type Answer struct {
+	Text     string
+	Answered bool // false: cancelled
+}

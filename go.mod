@@ -1,0 +1,3 @@
+module github.com/agentmcp/agentmcp
+
+go 1.26

@@ -1,0 +1,93 @@
+// Package ports declares what agentmcp's core needs from outside and offers to
+// its carriers: the Session it serves (SPEC §1), the per-call Caller through
+// which a session reaches whoever drives a call, the access-token verifier the
+// remote host consults (§7) and the audit sink it reports refusals to (§5.3).
+//
+// Ports import only the domain. Adapters satisfy them implicitly.
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/agentmcp/agentmcp/domain"
+)
+
+// Session is the driven port: the running agent session served over MCP.
+//
+// Implementations must be safe for concurrent use: carriers serve requests
+// concurrently. Error messages are client-visible (only their first line, at
+// most 500 bytes, is sent), so they must not carry secrets.
+type Session interface {
+	// RuntimeTools returns the session's runtime tools in a stable order.
+	// Each InputSchema is a JSON Schema object whose root has "type":"object".
+	RuntimeTools(ctx context.Context) ([]domain.Tool, error)
+
+	// InvokeTool runs one runtime tool through the session's permission
+	// wrapper and returns its execution envelope. arguments is a JSON object.
+	// caller reaches whoever drives this call and no one else. Cancelling ctx
+	// cancels only this invocation.
+	InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller Caller) (domain.Envelope, error)
+
+	// Submit runs prompt as a turn and returns that turn's own result, never
+	// another caller's. An error wrapping ErrRefused means the submission
+	// never became a turn (busy, queue full, shutting down, dropped); any
+	// other error failed inside the turn.
+	Submit(ctx context.Context, prompt string, caller Caller) (TurnResult, error)
+}
+
+// TurnResult is the outcome of one submitted turn.
+type TurnResult struct {
+	Response string // the turn's answer text; "" is a valid answer
+}
+
+// ErrRefused marks a session error as a refusal: the request never ran (busy,
+// queue full, shutting down, dropped before it became a turn). Sessions wrap
+// it (fmt.Errorf("%w: ...", ErrRefused) or a type whose Is matches it) so that
+// errors.Is sees the kind; SPEC §3 maps a refused submission to a tool error
+// and any other submission error to JSON-RPC -32603.
+var ErrRefused = errors.New("refused")
+
+// Refusal returns an error of the refused kind whose message is exactly msg.
+func Refusal(msg string) error { return refusal(msg) }
+
+type refusal string
+
+func (r refusal) Error() string        { return string(r) }
+func (r refusal) Is(target error) bool { return target == ErrRefused }
+
+// Caller is handed to the session for exactly one call (one tools/call or one
+// agent_submit) and reaches only whoever drives that call.
+//
+// A closed Caller (asking the client is off, or the client cannot be asked)
+// answers Deny and a cancelled Answer at once, so the session's own permission
+// wrapper produces its visible tool error. Methods are safe for concurrent
+// use; after the call has finished they answer closed and send nothing.
+type Caller interface {
+	// RequestPermission asks to allow one tool call. Anything but an explicit
+	// allow-once (decline, cancel, a malformed answer, a timeout, ctx ending)
+	// is Deny.
+	RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision
+
+	// Ask asks a question. A masked ask, a cancel or any failure gives an
+	// Answer with Answered false.
+	Ask(ctx context.Context, p domain.AskPrompt) domain.Answer
+
+	// Progress reports progress of this call: notifications/progress when the
+	// request carried a progressToken, nothing otherwise. progress should
+	// increase on every call; total <= 0 means unknown; message may be "".
+	Progress(ctx context.Context, progress, total float64, message string)
+}
+
+// ClosedCaller is the Caller used when the client cannot be asked: it denies,
+// cancels, and drops progress.
+type ClosedCaller struct{}
+
+func (ClosedCaller) RequestPermission(context.Context, domain.PermissionPrompt) domain.Decision {
+	return domain.Deny
+}
+func (ClosedCaller) Ask(context.Context, domain.AskPrompt) domain.Answer { return domain.Answer{} }
+func (ClosedCaller) Progress(context.Context, float64, float64, string)  {}
+
+var _ Caller = ClosedCaller{}
