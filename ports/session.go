@@ -49,8 +49,8 @@ type TurnResult struct {
 // and any other submission error to JSON-RPC -32603.
 var ErrRefused = errors.New("refused")
 
-// Refusal returns an error of the refused kind whose message is exactly msg.
-func Refusal(msg string) error { return refusal(msg) }
+// Refused returns an error of the refused kind whose message is exactly msg.
+func Refused(msg string) error { return refusal(msg) }
 
 type refusal string
 
