@@ -1,0 +1,143 @@
+// Package engine is agentmcp's hand-written JSON-RPC 2.0 + MCP engine, shared
+// by every carrier. A carrier frames bytes and decides who may talk; it hands
+// each decoded frame to the engine and writes back what the engine returns.
+//
+// The engine serves both protocol eras (SPEC §4): the initialize-era
+// revisions 2024-11-05 … 2025-11-25 ("legacy") and the stateless 2026-07-28
+// revision ("modern"), chosen per request. It exposes exactly the tools
+// capability: tools/list (the session's runtime tools, then the submission
+// tool) and tools/call (SPEC §2–§3). Every other method is -32601.
+//
+// Two entry points exist: [Engine.NewStream] for a long-lived bidirectional
+// stream (stdio, a Unix socket) and [Engine.Exchange] for one stateless
+// request (an HTTP POST).
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Options configures an Engine. The zero value of each field means its
+// default.
+type Options struct {
+	// Name and Version are the serverInfo the engine reports.
+	Name, Version string
+	// SubmitTool names the submission tool; zero means agent_submit with its
+	// default description.
+	SubmitTool domain.SubmitTool
+	// ListTTL is the ttlMs of modern tools/list and server/discover results;
+	// zero means 60 s, negative means 0.
+	ListTTL time.Duration
+	// AskClient lets prompts raised by a client's own call reach that client
+	// (SPEC §6). Off by default: every prompt settles closed.
+	AskClient bool
+	// RoundLifetime bounds a parked input-required round; zero means 30 min.
+	RoundLifetime time.Duration
+	// Logger receives operational logs (never tokens, arguments or answers);
+	// nil discards.
+	Logger *slog.Logger
+}
+
+// Engine serves one Session. It is safe for concurrent use by any number of
+// streams and exchanges.
+type Engine struct {
+	session ports.Session
+	submit  domain.SubmitTool
+	info    serverInfo
+	ttlMs   int64
+	logger  *slog.Logger
+
+	// stopping is closed by Shutdown; from then on new calls get the
+	// shutting-down tool error.
+	stopOnce sync.Once
+	stopping chan struct{}
+}
+
+type serverInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ErrShuttingDown is the cause of contexts the engine cancels on Shutdown.
+var ErrShuttingDown = errors.New("server is shutting down")
+
+// New returns an engine serving session. It fails when the submission tool's
+// name breaks the MCP tool-name rule ([domain.ErrInvalidSubmitName]) or
+// session is nil.
+func New(session ports.Session, opts Options) (*Engine, error) {
+	if session == nil {
+		return nil, errors.New("engine: nil session")
+	}
+	submit, err := opts.SubmitTool.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	ttl := opts.ListTTL
+	switch {
+	case ttl == 0:
+		ttl = 60 * time.Second
+	case ttl < 0:
+		ttl = 0
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	name := opts.Name
+	if name == "" {
+		name = "agentmcp"
+	}
+	version := opts.Version
+	if version == "" {
+		version = "0.0.0"
+	}
+	return &Engine{
+		session:  session,
+		submit:   submit,
+		info:     serverInfo{Name: name, Version: version},
+		ttlMs:    ttl.Milliseconds(),
+		logger:   logger,
+		stopping: make(chan struct{}),
+	}, nil
+}
+
+// SubmitTool returns the resolved submission tool identity.
+func (e *Engine) SubmitTool() domain.SubmitTool { return e.submit }
+
+// Validate reads the session's catalog and validates it (SPEC §2). Carriers
+// call it at start, before any client connects or any port is bound; its
+// error (a *domain.CatalogError or the session's) fails start-up.
+func (e *Engine) Validate(ctx context.Context) error {
+	_, err := e.catalog(ctx)
+	return err
+}
+
+// Shutdown makes every later call answer "server is shutting down". Calls in
+// flight are cancelled by their carriers (streams: [Stream.Stop]).
+func (e *Engine) Shutdown() { e.stopOnce.Do(func() { close(e.stopping) }) }
+
+func (e *Engine) isStopping() bool {
+	select {
+	case <-e.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// catalog reads and validates the session's catalog. It runs on every
+// tools/list and tools/call because a session's catalog may change.
+func (e *Engine) catalog(ctx context.Context) (*domain.Catalog, error) {
+	tools, err := e.session.RuntimeTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return domain.NewCatalog(tools, e.submit)
+}

@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/agentmcp/agentmcp/domain"
+)
+
+// StreamOptions configures a Stream; zero values mean the defaults.
+type StreamOptions struct {
+	// MaxInFlight bounds the requests served at once; beyond it a tools/call
+	// gets the tool error "server is busy" and other requests -32603, at once
+	// (SPEC §4). Default 64.
+	MaxInFlight int
+	// MaxBatch bounds the elements of a 2025-03-26 batch. Default 64.
+	MaxBatch int
+	// OnWriteError is told of the first failed write (a broken output);
+	// later writes are dropped. It must not block.
+	OnWriteError func(error)
+}
+
+// Stream serves one long-lived bidirectional connection, such as stdio: one
+// client, one legacy negotiation, one in-flight id space. The carrier reads
+// frames (one JSON text each) and hands them to [Stream.Handle] in order;
+// the stream writes every answer and notification through send, one frame per
+// call, serialised. Handle never waits for a request to be served, so the
+// carrier's reader never blocks on the session.
+type Stream struct {
+	e      *Engine
+	send   func([]byte) error
+	opts   StreamOptions
+	base   context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // one per request goroutine
+
+	writeMu  sync.Mutex // serialises send; guards writeErr
+	writeErr error
+
+	mu          sync.Mutex // guards the fields below
+	version     string     // negotiated legacy revision; "" before initialize
+	initialized bool       // notifications/initialized received
+	inflight    map[string]*flight
+	closing     bool
+}
+
+// flight is one request being served.
+type flight struct {
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	cancelled bool // by the client: write nothing for it
+}
+
+// errCancelledByClient is the cause of a call the client cancelled.
+var errCancelledByClient = errors.New("cancelled by the client")
+
+// NewStream starts serving a stream whose frames are written through send.
+// send receives one compact JSON text per call, never concurrently.
+func (e *Engine) NewStream(send func([]byte) error, opts StreamOptions) *Stream {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Stream{e: e, send: send, opts: opts, base: base, cancel: cancel, inflight: make(map[string]*flight)}
+}
+
+func (s *Stream) write(b []byte) {
+	if b == nil {
+		return
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.writeErr != nil {
+		return
+	}
+	if err := s.send(b); err != nil {
+		s.writeErr = err
+		if s.opts.OnWriteError != nil {
+			s.opts.OnWriteError(err)
+		}
+	}
+}
+
+// Oversize answers a frame the carrier refused for its length: -32600 with
+// no id (nothing of it was parsed).
+func (s *Stream) Oversize() {
+	s.write(errorFrame(ID{}, newError(CodeInvalidRequest, "Invalid Request: message exceeds the line limit")))
+}
+
+// Handle serves one frame: a JSON-RPC message or, under 2025-03-26, a batch.
+// Blank frames are ignored; invalid JSON is answered -32700 with no id.
+func (s *Stream) Handle(frame []byte) {
+	frame = trimLine(frame)
+	if isBlank(frame) {
+		return
+	}
+	if !json.Valid(frame) {
+		s.write(errorFrame(ID{}, newError(CodeParseError, "Parse error")))
+		return
+	}
+	switch firstByte(frame) {
+	case '{':
+		s.handleOne(frame, s.write)
+	case '[':
+		s.handleBatch(frame)
+	default:
+		s.write(errorFrame(ID{}, newError(CodeInvalidRequest, "Invalid Request: not a JSON-RPC message")))
+	}
+}
+
+// legacyVersion is the revision in force for legacy requests: the negotiated
+// one, or 2025-03-26 before initialize (SPEC §4).
+func (s *Stream) legacyVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == "" {
+		return DefaultLegacyVersion
+	}
+	return s.version
+}
+
+func (s *Stream) handleBatch(frame []byte) {
+	invalid := func(msg string) { s.write(errorFrame(ID{}, newError(CodeInvalidRequest, "Invalid Request: "+msg))) }
+	if !batchesAllowed(s.legacyVersion()) {
+		invalid("batches are only part of protocol revision 2025-03-26")
+		return
+	}
+	elems, err := splitArray(frame)
+	switch {
+	case err != nil:
+		invalid("not a batch")
+		return
+	case len(elems) == 0:
+		invalid("empty batch")
+		return
+	case len(elems) > s.opts.MaxBatch:
+		invalid("batch too large")
+		return
+	}
+	b := &batch{s: s, slots: make([][]byte, len(elems)), pending: len(elems)}
+	for i, el := range elems {
+		deliver := func(resp []byte) { b.deliver(i, resp) }
+		if firstByte(el) != '{' {
+			deliver(errorFrame(ID{}, newError(CodeInvalidRequest, "Invalid Request: not a JSON-RPC message")))
+			continue
+		}
+		s.handleElement(el, deliver)
+	}
+}
+
+// batch collects the answers of one batch and writes them as one array once
+// every element is done (SPEC §4: batch responses are one JSON array).
+type batch struct {
+	s       *Stream
+	mu      sync.Mutex
+	slots   [][]byte
+	pending int
+}
+
+func (b *batch) deliver(i int, resp []byte) {
+	b.mu.Lock()
+	b.slots[i] = resp
+	b.pending--
+	done := b.pending == 0
+	b.mu.Unlock()
+	if !done {
+		return
+	}
+	var out []json.RawMessage
+	for _, r := range b.slots {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return // notifications only: no output
+	}
+	arr, _ := json.Marshal(out)
+	b.s.write(arr)
+}
+
+// handleOne serves one message outside a batch; deliver receives its answer
+// (nil for none).
+func (s *Stream) handleOne(frame []byte, deliver func([]byte)) {
+	s.handleMessage(frame, deliver, false)
+}
+
+func (s *Stream) handleElement(frame []byte, deliver func([]byte)) {
+	s.handleMessage(frame, deliver, true)
+}
+
+func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool) {
+	m, derr := decodeMessage(frame)
+	if derr != nil {
+		if m.hasMth && !m.hasID {
+			deliver(nil) // a notification never gets a reply, not even an error
+			return
+		}
+		deliver(errorFrame(m.id, derr))
+		return
+	}
+	switch {
+	case m.isResponse():
+		deliver(nil) // no server-to-client requests are outstanding yet
+		return
+	case m.isNotification():
+		s.notification(m)
+		deliver(nil)
+		return
+	}
+	in, perr := parseParams(m)
+	if perr != nil {
+		deliver(errorFrame(m.id, perr))
+		return
+	}
+	in.modern = isModern(in, nil)
+	if in.modern {
+		if inBatch {
+			deliver(errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: batches are not part of "+ModernVersion)))
+			return
+		}
+		if verr, _ := validateModern(in, nil); verr != nil {
+			deliver(errorFrame(in.id, verr))
+			return
+		}
+	} else {
+		in.version = s.legacyVersion()
+		switch in.method {
+		case "initialize":
+			if inBatch {
+				deliver(errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")))
+				return
+			}
+			deliver(s.initialize(in))
+			return
+		case "ping":
+			deliver(encodeResponse(in.id, emptyResult{}, nil))
+			return
+		case "tools/list", "tools/call":
+		case "":
+			deliver(errorFrame(in.id, newError(CodeMethodNotFound, "Method not found: empty method")))
+			return
+		default:
+			deliver(errorFrame(in.id, newError(CodeMethodNotFound, "Method not found: "+in.method)))
+			return
+		}
+	}
+	s.start(in, deliver)
+}
+
+func (s *Stream) initialize(in *inbound) []byte {
+	if in.params == nil {
+		return errorFrame(in.id, newError(CodeInvalidParams, "Invalid params: initialize needs params"))
+	}
+	version, verr := negotiate(in.params)
+	if verr != nil {
+		return errorFrame(in.id, verr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version != "" {
+		return errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: already initialized"))
+	}
+	s.version = version
+	return encodeResponse(in.id, s.e.initializeResult(version), nil)
+}
+
+// notification handles a client notification; unknown ones are ignored.
+func (s *Stream) notification(m *message) {
+	switch m.method {
+	case "notifications/initialized":
+		s.mu.Lock()
+		s.initialized = true
+		s.mu.Unlock()
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if m.params == nil || json.Unmarshal(m.params, &p) != nil {
+			return
+		}
+		id, ok := parseID(p.RequestID)
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		f := s.inflight[id.Key()]
+		if f != nil {
+			f.cancelled = true
+		}
+		s.mu.Unlock()
+		if f != nil {
+			f.cancel(errCancelledByClient)
+		}
+	}
+}
+
+// start admits a request to be served on its own goroutine, or answers at
+// once: a duplicate in-flight id (-32600), the in-flight bound (busy), or a
+// stream that is closing (shutting down).
+func (s *Stream) start(in *inbound, deliver func([]byte)) {
+	key := in.id.Key()
+	s.mu.Lock()
+	switch {
+	case s.inflight[key] != nil:
+		s.mu.Unlock()
+		deliver(errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: id is already in flight")))
+		return
+	case s.closing:
+		s.mu.Unlock()
+		deliver(s.e.refusal(in, ErrShuttingDown.Error()))
+		return
+	case len(s.inflight) >= s.opts.MaxInFlight:
+		s.mu.Unlock()
+		deliver(s.e.refusal(in, "server is busy"))
+		return
+	}
+	ctx, cancel := context.WithCancelCause(s.base)
+	f := &flight{ctx: ctx, cancel: cancel}
+	s.inflight[key] = f
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.run(f, in, deliver)
+}
+
+func (s *Stream) run(f *flight, in *inbound, deliver func([]byte)) {
+	defer s.wg.Done()
+	notify := func(b []byte) {
+		if f.ctx.Err() == nil {
+			s.write(b)
+		}
+	}
+	c := &call{ctx: f.ctx, notify: notify, caller: newCallCaller(in.meta, notify)}
+	result, rerr := s.e.dispatch(c, in)
+	c.caller.finish()
+	s.mu.Lock()
+	delete(s.inflight, in.id.Key())
+	cancelled := f.cancelled
+	s.mu.Unlock()
+	f.cancel(nil)
+	if cancelled {
+		deliver(nil) // SPEC §3: no response for a cancelled request
+		return
+	}
+	deliver(encodeResponse(in.id, result, rerr))
+}
+
+// refusal answers a request that will not be served: tools/call gets the
+// tool error msg, anything else -32603 with msg (SPEC §4).
+func (e *Engine) refusal(in *inbound, msg string) []byte {
+	if in.method != "tools/call" {
+		return errorFrame(in.id, newError(CodeInternalError, msg))
+	}
+	r := callToolResult{ToolResult: domain.ToolError(msg)}
+	if in.modern {
+		r.ResultType, r.Meta = "complete", &resultMeta{e.info}
+	}
+	return encodeResponse(in.id, r, nil)
+}
+
+// Drain handles the end of input (SPEC §3 "Ending"): no new requests are
+// admitted; requests in flight may finish and write until ctx ends; then the
+// rest are stopped as by [Stream.Stop] with stopCtx.
+func (s *Stream) Drain(ctx, stopCtx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	if waitGroup(ctx, &s.wg) == nil {
+		return nil
+	}
+	return s.Stop(stopCtx)
+}
+
+// Stop cancels every request in flight as shutting down (a tools/call still
+// answers the tool error "server is shutting down" if the stream can write)
+// and waits for their goroutines until ctx ends.
+func (s *Stream) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel(ErrShuttingDown)
+	return waitGroup(ctx, &s.wg)
+}
+
+// InFlight reports how many requests are being served.
+func (s *Stream) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight)
+}
+
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,39 @@
+package engine
+
+// Protocol revisions served, newest first (SPEC §4). This list is
+// server/discover's supportedVersions and -32022's data.supported.
+var SupportedVersions = []string{ModernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+const (
+	// ModernVersion is the one stateless revision served.
+	ModernVersion = "2026-07-28"
+	// LatestLegacyVersion is what initialize answers when the client asks
+	// for a revision it cannot have over initialize (2026-07-28 included).
+	LatestLegacyVersion = "2025-11-25"
+	// DefaultLegacyVersion is assumed for a legacy request that names no
+	// revision: before initialize on stdio, and on HTTP without
+	// MCP-Protocol-Version (Streamable HTTP 2025-06-18 §"Protocol Version
+	// Header").
+	DefaultLegacyVersion = "2025-03-26"
+)
+
+// IsLegacyVersion reports whether v is one of the initialize-era revisions.
+func IsLegacyVersion(v string) bool {
+	switch v {
+	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
+		return true
+	}
+	return false
+}
+
+// batchesAllowed reports whether a negotiated legacy revision allows JSON-RPC
+// batches: only 2025-03-26 (added there, removed in 2025-06-18).
+func batchesAllowed(v string) bool { return v == "2025-03-26" }
+
+// Reserved _meta keys of the modern revision (MCP 2026-07-28 §"Request metadata").
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaProgressToken      = "progressToken"
+)
