@@ -1,0 +1,91 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestModuleFollowsTheDependencyRule checks the real package graph, from
+// `go list -deps`, against Rules.
+func TestModuleFollowsTheDependencyRule(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard,Deps", Module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct {
+		ImportPath string
+		Standard   bool
+		Deps       []string
+	}
+	std := map[string]bool{}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		std[p.ImportPath] = p.Standard
+		pkgs = append(pkgs, p)
+	}
+	graph := map[string][]string{}
+	for _, p := range pkgs {
+		if _, ok := relative(p.ImportPath); !ok {
+			continue
+		}
+		var deps []string
+		for _, d := range p.Deps {
+			if !std[d] && !strings.HasPrefix(d, "vendor/") && !strings.HasPrefix(d, "internal/") && d != "C" {
+				deps = append(deps, d)
+			}
+		}
+		graph[p.ImportPath] = deps
+	}
+	if len(graph) < 5 {
+		t.Fatalf("go list found only %d module packages: %v", len(graph), graph)
+	}
+	for _, line := range Check(graph) {
+		t.Error(line)
+	}
+}
+
+// TestCheckCatchesViolations proves the rule bites: each graph below breaks
+// it in one way.
+func TestCheckCatchesViolations(t *testing.T) {
+	m := func(rel string) string { return Module + "/" + rel }
+	cases := []struct {
+		name  string
+		graph map[string][]string
+		want  string
+	}{
+		{"domain imports a third party", map[string][]string{m("domain"): {"github.com/google/go-cmp/cmp"}}, "domain imports github.com/google/go-cmp/cmp"},
+		{"domain imports ports", map[string][]string{m("domain"): {m("ports")}}, "domain imports " + m("ports")},
+		{"a carrier imports another", map[string][]string{m("adapters/httploopback"): {m("adapters/stdio")}}, "adapters/httploopback imports " + m("adapters/stdio")},
+		{"the remote host imports the verifier adapter", map[string][]string{m("adapters/httpremote"): {m("adapters/oauth")}}, "adapters/httpremote imports " + m("adapters/oauth")},
+		{"the engine imports a carrier", map[string][]string{m("adapters/engine"): {m("adapters/stdio")}}, "adapters/engine imports"},
+		{"oauth imports x/time", map[string][]string{m("adapters/oauth"): {"golang.org/x/time/rate"}}, "adapters/oauth imports golang.org/x/time/rate"},
+		{"an unnamed package", map[string][]string{m("adapters/websocket"): nil}, "adapters/websocket: no dependency rule"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Check(c.graph)
+			if len(got) != 1 || !strings.Contains(got[0], c.want) {
+				t.Errorf("Check = %q, want one violation containing %q", got, c.want)
+			}
+		})
+	}
+	ok := map[string][]string{
+		m("domain"):         nil,
+		m("ports"):          {m("domain")},
+		m("adapters/oauth"): {m("ports"), m("domain"), "github.com/go-jose/go-jose/v4/jwt"},
+		m("app"):            {m("adapters/stdio"), m("adapters/oauth")},
+	}
+	if got := Check(ok); len(got) != 0 {
+		t.Errorf("Check of a valid graph = %q, want none", got)
+	}
+}
