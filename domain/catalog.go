@@ -43,6 +43,14 @@ type Catalog struct {
 // the session's order (SPEC §2): an invalid name, a duplicate or reserved name,
 // or an input schema whose root is not {"type":"object"}.
 func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
+	// Own a deep copy: Same compares against it, and the session may reuse
+	// its slices.
+	owned := make([]Tool, len(runtime))
+	for i, t := range runtime {
+		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+		owned[i] = t
+	}
+	runtime = owned
 	c := &Catalog{submit: submit, runtime: runtime, index: make(map[string]int, len(runtime))}
 	for i, t := range runtime {
 		if !ValidToolName(t.Name) {
@@ -97,3 +105,19 @@ func (c *Catalog) Has(name string) bool {
 // (SPEC §3.3). MCP would allow -32602 here; a tool error lets the model see
 // the mistake and correct it.
 func UnknownToolMessage(name string) string { return "Unknown tool: " + name }
+
+// Same reports whether tools is exactly the runtime list this catalog was
+// built from (names, descriptions and schema bytes, in order), so a caller
+// may reuse the validation.
+func (c *Catalog) Same(tools []Tool) bool {
+	if len(tools) != len(c.runtime) {
+		return false
+	}
+	for i, t := range tools {
+		r := c.runtime[i]
+		if t.Name != r.Name || t.Description != r.Description || !bytes.Equal(t.InputSchema, r.InputSchema) {
+			return false
+		}
+	}
+	return true
+}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
@@ -58,6 +59,11 @@ type Engine struct {
 	// shutting-down tool error.
 	stopOnce sync.Once
 	stopping chan struct{}
+
+	// validated is the last catalog that passed validation, reused while the
+	// session reports the same tools (SPEC §2 allows caching the result while
+	// the catalog is unchanged; comparing is far cheaper than validating).
+	validated atomic.Pointer[domain.Catalog]
 }
 
 type serverInfo struct {
@@ -139,5 +145,13 @@ func (e *Engine) catalog(ctx context.Context) (*domain.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return domain.NewCatalog(tools, e.submit)
+	if c := e.validated.Load(); c != nil && c.Same(tools) {
+		return c, nil
+	}
+	c, err := domain.NewCatalog(tools, e.submit)
+	if err != nil {
+		return nil, err
+	}
+	e.validated.Store(c)
+	return c, nil
 }

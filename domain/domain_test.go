@@ -1,0 +1,175 @@
+package domain_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentmcp/agentmcp/domain"
+)
+
+func tool(name, schema string) domain.Tool {
+	return domain.Tool{Name: name, Description: "d", InputSchema: json.RawMessage(schema)}
+}
+
+const obj = `{"type":"object"}`
+
+func TestNewCatalog(t *testing.T) {
+	submit, err := domain.SubmitTool{}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		tools   []domain.Tool
+		wantErr string
+	}{
+		{"valid", []domain.Tool{tool("a", obj), tool("b.c-d_e", `{"type":"object","properties":{}}`)}, ""},
+		{"empty", nil, ""},
+		{"invalid name", []domain.Tool{tool("bad name", obj)}, "Invalid MCP tool name: bad name"},
+		{"empty name", []domain.Tool{tool("", obj)}, "Invalid MCP tool name: "},
+		{"129 chars", []domain.Tool{tool(strings.Repeat("a", 129), obj)}, "Invalid MCP tool name: " + strings.Repeat("a", 129)},
+		{"non-ascii", []domain.Tool{tool("tööl", obj)}, "Invalid MCP tool name: tööl"},
+		{"duplicate", []domain.Tool{tool("a", obj), tool("a", obj)}, "Duplicate or reserved MCP tool name: a"},
+		{"reserved", []domain.Tool{tool("agent_submit", obj)}, "Duplicate or reserved MCP tool name: agent_submit"},
+		{"string root", []domain.Tool{tool("s", `{"type":"string"}`)}, `Tool s has an invalid input schema: the root type must be "object"`},
+		{"no type", []domain.Tool{tool("s", `{}`)}, `Tool s has an invalid input schema: the root type must be "object"`},
+		{"array schema", []domain.Tool{tool("s", `[]`)}, `Tool s has an invalid input schema: the root type must be "object"`},
+		{"absent schema", []domain.Tool{tool("s", ``)}, `Tool s has an invalid input schema: the root type must be "object"`},
+		{"type array", []domain.Tool{tool("s", `{"type":["object"]}`)}, `Tool s has an invalid input schema: the root type must be "object"`},
+		{"first violation wins", []domain.Tool{tool("x", `{}`), tool("bad name", obj)}, `Tool x has an invalid input schema: the root type must be "object"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cat, err := domain.NewCatalog(c.tools, submit)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("NewCatalog: %v", err)
+				}
+				got := cat.Tools()
+				if len(got) != len(c.tools)+1 || got[len(got)-1].Name != "agent_submit" {
+					t.Fatalf("Tools() = %v, want the runtime tools then agent_submit", got)
+				}
+				return
+			}
+			var ce *domain.CatalogError
+			if !errors.As(err, &ce) || ce.Message != c.wantErr {
+				t.Fatalf("NewCatalog error = %v, want CatalogError %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestCatalogSame(t *testing.T) {
+	submit, _ := domain.SubmitTool{}.Resolve()
+	tools := []domain.Tool{tool("a", obj)}
+	cat, err := domain.NewCatalog(tools, submit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cat.Same([]domain.Tool{tool("a", obj)}) {
+		t.Error("Same(equal list) = false")
+	}
+	tools[0].InputSchema[9] = 'X' // the session mutates its bytes in place
+	if cat.Same(tools) {
+		t.Error("Same(list whose schema changed in place) = true; the catalog must own its copy")
+	}
+	if cat.Same([]domain.Tool{tool("a", obj), tool("b", obj)}) {
+		t.Error("Same(longer list) = true")
+	}
+}
+
+func TestSubmitToolResolve(t *testing.T) {
+	for _, bad := range []string{"bad name", "bad,name", "ñame", strings.Repeat("x", 129), "a/b"} {
+		if _, err := (domain.SubmitTool{Name: bad}).Resolve(); !errors.Is(err, domain.ErrInvalidSubmitName) {
+			t.Errorf("Resolve(%q) = %v, want ErrInvalidSubmitName", bad, err)
+		}
+	}
+	s, err := domain.SubmitTool{Name: "robota_submit"}.Resolve()
+	if err != nil || s.Description != domain.DefaultSubmitDescription {
+		t.Errorf("Resolve(custom name) = %+v, %v", s, err)
+	}
+	if got := s.InvalidArgumentsMessage(); got != "robota_submit requires a non-empty string prompt and no other arguments" {
+		t.Errorf("InvalidArgumentsMessage = %q", got)
+	}
+	if got := string(s.Tool().InputSchema); got != `{"type":"object","properties":{"prompt":{"type":"string","minLength":1}},"required":["prompt"],"additionalProperties":false}` {
+		t.Errorf("submit schema = %s", got)
+	}
+}
+
+func TestSubmitPrompt(t *testing.T) {
+	cases := []struct {
+		args   string
+		prompt string
+		ok     bool
+	}{
+		{`{"prompt":"hi"}`, "hi", true},
+		{` {"prompt":" "} `, " ", true},
+		{`{"prompt":""}`, "", false},
+		{`{"prompt":123}`, "", false},
+		{`{"prompt":null}`, "", false},
+		{`{}`, "", false},
+		{`{"prompt":"hi","x":1}`, "", false},
+		{`{"prompt":"a","prompt":"b"}`, "", false},
+		{`{"Prompt":"hi"}`, "", false},
+		{`["hi"]`, "", false},
+		{``, "", false},
+	}
+	for _, c := range cases {
+		p, ok := domain.SubmitPrompt(json.RawMessage(c.args))
+		if p != c.prompt || ok != c.ok {
+			t.Errorf("SubmitPrompt(%s) = %q, %v; want %q, %v", c.args, p, ok, c.prompt, c.ok)
+		}
+	}
+}
+
+func TestRenderEnvelope(t *testing.T) {
+	d := 12.5
+	cases := []struct {
+		env      domain.Envelope
+		wantText string
+		wantErr  bool
+	}{
+		{domain.Envelope{Success: true, Result: json.RawMessage(`"ran"`), ExecutionID: "call-1"}, `{"success":true,"result":"ran","executionId":"call-1"}`, false},
+		{domain.Envelope{Success: false, Error: "Permission denied"}, `{"success":false,"error":"Permission denied"}`, true},
+		{domain.Envelope{Success: true, ToolName: "t", Result: json.RawMessage(`{"a":1}`), Error: "e", Duration: &d, ExecutionID: "x", Metadata: json.RawMessage(`{"k":"v"}`)},
+			`{"success":true,"toolName":"t","result":{"a":1},"error":"e","duration":12.5,"executionId":"x","metadata":{"k":"v"}}`, false},
+		{domain.Envelope{Success: true, Result: json.RawMessage(`null`)}, `{"success":true,"result":null}`, false},
+	}
+	for _, c := range cases {
+		r, err := domain.RenderEnvelope(c.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Content) != 1 || r.Content[0].Type != "text" || r.Content[0].Text != c.wantText {
+			t.Errorf("RenderEnvelope text = %+v, want %s", r.Content, c.wantText)
+		}
+		if r.IsError == nil || *r.IsError != c.wantErr {
+			t.Errorf("RenderEnvelope isError = %v, want %v", r.IsError, c.wantErr)
+		}
+	}
+	b, _ := json.Marshal(domain.TextResult(""))
+	if string(b) != `{"content":[{"type":"text","text":""}]}` {
+		t.Errorf("TextResult(\"\") = %s", b)
+	}
+	b, _ = json.Marshal(domain.ToolError("x"))
+	if string(b) != `{"content":[{"type":"text","text":"x"}],"isError":true}` {
+		t.Errorf("ToolError = %s", b)
+	}
+}
+
+func TestClientMessage(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"one line", "one line"},
+		{"first\nsecret", "first"},
+		{"first\r\nsecret", "first"},
+		{strings.Repeat("a", 600), strings.Repeat("a", 500)},
+		{strings.Repeat("a", 499) + "é", strings.Repeat("a", 499)},
+	}
+	for _, c := range cases {
+		if got := domain.ClientMessage(errors.New(c.in)); got != c.want {
+			t.Errorf("ClientMessage(%.20q…) = %.20q… (len %d), want len %d", c.in, got, len(got), len(c.want))
+		}
+	}
+}
