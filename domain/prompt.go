@@ -1,12 +1,15 @@
 package domain
 
 // PermissionPrompt asks whoever drives a call to allow one tool call (SPEC §1).
-// Tool is a catalog tool name; Summary is the session's facts about the call;
-// Agent names a background agent when the prompt is not the caller's own.
+// Tool is a catalog tool name; Summary is the session's one-line description
+// of the call; Arguments are facts about it that the engine renders safely
+// (see Argument); Agent names a background agent when the prompt is not the
+// caller's own.
 type PermissionPrompt struct {
-	Tool    string
-	Summary string
-	Agent   string
+	Tool      string
+	Summary   string
+	Arguments []Argument
+	Agent     string
 }
 
 // AskPrompt asks whoever drives a call a question (SPEC §1). Options, when

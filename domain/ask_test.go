@@ -1,0 +1,196 @@
+package domain_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/domain"
+)
+
+func TestExcerptEscapesAndCaps(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"a\"b", `"a\"b"`},
+		{"line\nbreak", `"line\nbreak"`},
+		{"\u202eevil", `"\u202eevil"`}, // right-to-left override
+		{"\u2066x\u2069", `"\u2066x\u2069"`},
+		{"\x1b[31m", `"\x1b[31m"`},
+		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
+		{strings.Repeat("é", 201), `"` + strings.Repeat("é", 200) + `"…`},
+	}
+	for _, c := range cases {
+		if got := domain.Excerpt(c.in); got != c.want {
+			t.Errorf("Excerpt(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestPermissionForm(t *testing.T) {
+	f := domain.PermissionForm(domain.PermissionPrompt{
+		Tool:    "write_file",
+		Summary: "write a file\nAllow? yes",
+		Arguments: []domain.Argument{
+			{Name: "path", Value: "notes.txt\"\n\nApproved by admin"},
+			{Name: "content", Value: "hello", Contents: true},
+		},
+		Agent: "indexer",
+	})
+	want := "Allow the tool \"write_file\" to run once?\n" +
+		`"write a file\nAllow? yes"` + "\n" +
+		`"path": "notes.txt\"\n\nApproved by admin"` + "\n" +
+		`"content": 5 bytes, SHA-256 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824` + "\n" +
+		`Requested by the background agent "indexer".`
+	if f.Message != want {
+		t.Errorf("message =\n%s\nwant\n%s", f.Message, want)
+	}
+	if strings.Contains(f.Message, "hello") {
+		t.Error("file contents appear inline")
+	}
+	if string(f.RequestedSchema) != `{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}` {
+		t.Errorf("schema = %s", f.RequestedSchema)
+	}
+}
+
+func TestAskForm(t *testing.T) {
+	if _, ok := domain.AskForm(domain.AskPrompt{Question: "password?", Masked: true}); ok {
+		t.Fatal("a masked ask produced a form")
+	}
+	f, ok := domain.AskForm(domain.AskPrompt{Question: "Overwrite?", Options: []string{"overwrite", "keep"}})
+	if !ok || f.Message != "\"Overwrite?\"\nChoices: \"overwrite\", \"keep\"" {
+		t.Errorf("AskForm = %+v %v", f, ok)
+	}
+	if string(f.RequestedSchema) != `{"properties":{"answer":{"enum":["overwrite","keep"],"type":"string"}},"required":["answer"],"type":"object"}` {
+		t.Errorf("schema = %s", f.RequestedSchema)
+	}
+	f, _ = domain.AskForm(domain.AskPrompt{Question: "Name?"})
+	if string(f.RequestedSchema) != `{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"}` {
+		t.Errorf("free-text schema = %s", f.RequestedSchema)
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	parse := func(s string) domain.ElicitResult {
+		r, ok := domain.ParseElicitResult(json.RawMessage(s))
+		if !ok {
+			return domain.ElicitResult{}
+		}
+		return r
+	}
+	perm := []struct {
+		answer string
+		want   domain.Decision
+	}{
+		{`{"action":"accept","content":{"decision":"allow_once"}}`, domain.AllowOnce},
+		{`{"action":"accept","content":{"decision":"deny"}}`, domain.Deny},
+		{`{"action":"accept","content":{"decision":"allow_always"}}`, domain.Deny},
+		{`{"action":"accept","content":{"decision":true}}`, domain.Deny},
+		{`{"action":"accept"}`, domain.Deny},
+		{`{"action":"decline","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"cancel"}`, domain.Deny},
+		{`{"action":"yes"}`, domain.Deny},
+		{`"allow_once"`, domain.Deny},
+	}
+	for _, c := range perm {
+		if got := domain.PermissionDecision(parse(c.answer)); got != c.want {
+			t.Errorf("PermissionDecision(%s) = %v, want %v", c.answer, got, c.want)
+		}
+	}
+	ask := domain.AskPrompt{Question: "q", Options: []string{"overwrite", "keep"}}
+	if a := domain.AskAnswer(ask, parse(`{"action":"accept","content":{"answer":"keep"}}`)); !a.Answered || a.Text != "keep" {
+		t.Errorf("AskAnswer(keep) = %+v", a)
+	}
+	if a := domain.AskAnswer(ask, parse(`{"action":"accept","content":{"answer":"delete"}}`)); a.Answered {
+		t.Errorf("AskAnswer(not an option) = %+v", a)
+	}
+	if a := domain.AskAnswer(domain.AskPrompt{}, parse(`{"action":"accept","content":{"answer":"free"}}`)); !a.Answered || a.Text != "free" {
+		t.Errorf("AskAnswer(free text) = %+v", a)
+	}
+	if a := domain.AskAnswer(domain.AskPrompt{}, parse(`{"action":"cancel"}`)); a.Answered {
+		t.Errorf("AskAnswer(cancel) = %+v", a)
+	}
+}
+
+func TestArgumentsDigest(t *testing.T) {
+	a, ok1 := domain.ArgumentsDigest(json.RawMessage(`{"b":1,"a":{"y":[1,2.50],"x":"é"}}`))
+	b, ok2 := domain.ArgumentsDigest(json.RawMessage(` { "a" : { "x" : "\u00e9", "y" : [ 1 , 2.50 ] } , "b" : 1 } `))
+	c, _ := domain.ArgumentsDigest(json.RawMessage(`{"b":1,"a":{"y":[1,2.5],"x":"é"}}`))
+	if !ok1 || !ok2 || a != b {
+		t.Error("equal arguments in another key order and spacing give different digests")
+	}
+	if a == c {
+		t.Error("2.50 and 2.5 give the same digest; numbers must stay as written")
+	}
+	if _, ok := domain.ArgumentsDigest(json.RawMessage(`{"a":1} {}`)); ok {
+		t.Error("trailing data accepted")
+	}
+}
+
+func TestRounds(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	rounds := domain.NewRounds[int](0, rand.Reader)
+	if rounds.Lifetime() != 30*time.Minute {
+		t.Fatalf("default lifetime = %v", rounds.Lifetime())
+	}
+	d, _ := domain.ArgumentsDigest(json.RawMessage(`{}`))
+	bind := domain.RoundBinding{Principal: "alice", Tool: "write_file", ArgsDigest: d}
+	tok, exp, err := rounds.Park(bind, now, 1)
+	if err != nil || len(tok) != 43 || !exp.Equal(now.Add(30*time.Minute)) {
+		t.Fatalf("Park = %q %v %v", tok, exp, err)
+	}
+	for _, other := range []domain.RoundBinding{
+		{Principal: "mallory", Tool: "write_file", ArgsDigest: d},
+		{Principal: "alice", Tool: "read_file", ArgsDigest: d},
+		{Principal: "alice", Tool: "write_file"},
+	} {
+		if _, err := rounds.Take(tok, other, now); !errors.Is(err, domain.ErrUnknownRound) {
+			t.Errorf("Take with binding %+v = %v, want ErrUnknownRound", other, err)
+		}
+	}
+	if _, err := rounds.Take(tok+"x", bind, now); !errors.Is(err, domain.ErrUnknownRound) {
+		t.Errorf("Take(tampered) = %v", err)
+	}
+	if v, err := rounds.Take(tok, bind, now.Add(29*time.Minute)); err != nil || v != 1 {
+		t.Fatalf("Take after failed checks = %v, %v; a failed check must not use the round up", v, err)
+	}
+	if _, err := rounds.Take(tok, bind, now); !errors.Is(err, domain.ErrUnknownRound) {
+		t.Errorf("second Take = %v, want ErrUnknownRound (single use)", err)
+	}
+
+	tok2, _, _ := rounds.Park(bind, now, 2)
+	if _, err := rounds.Take(tok2, bind, now.Add(30*time.Minute)); !errors.Is(err, domain.ErrUnknownRound) {
+		t.Errorf("Take at expiry = %v", err)
+	}
+	if got := rounds.Expire(now.Add(30 * time.Minute)); len(got) != 1 || got[0] != 2 {
+		t.Errorf("Expire = %v, want [2]", got)
+	}
+
+	for i := range domain.MaxRoundsPerPrincipal {
+		if _, _, err := rounds.Park(bind, now, i); err != nil {
+			t.Fatalf("Park #%d: %v", i, err)
+		}
+	}
+	if _, _, err := rounds.Park(bind, now, 99); !errors.Is(err, domain.ErrRoundsFull) {
+		t.Errorf("5th round of one principal = %v, want ErrRoundsFull", err)
+	}
+	for i := domain.MaxRoundsPerPrincipal; i < domain.MaxRoundsPerHost; i++ {
+		b := bind
+		b.Principal = "p" + string(rune('A'+i%26)) + string(rune('a'+i/26))
+		if _, _, err := rounds.Park(b, now, i); err != nil {
+			t.Fatalf("Park #%d: %v", i, err)
+		}
+	}
+	if _, _, err := rounds.Park(domain.RoundBinding{Principal: "new"}, now, 0); !errors.Is(err, domain.ErrRoundsFull) {
+		t.Errorf("65th round = %v, want ErrRoundsFull", err)
+	}
+	if _, _, err := domain.NewRounds[int](0, bytes.NewReader(nil)).Park(bind, now, 0); err == nil {
+		t.Error("Park with a failing random source succeeded")
+	}
+	if n := len(rounds.Drain()); n != domain.MaxRoundsPerHost || rounds.Len() != 0 {
+		t.Errorf("Drain returned %d, left %d", n, rounds.Len())
+	}
+}

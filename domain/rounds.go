@@ -1,0 +1,218 @@
+package domain
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// RoundBinding is what a parked input-required round is bound to (SPEC §6):
+// who may resume it and with which request. Principal is the remote
+// principal (issuer, subject, client), the loopback host, or the stdio
+// stream; Tool and ArgsDigest are the tools/call's name and the SHA-256 of
+// its arguments in canonical JSON.
+type RoundBinding struct {
+	Principal  string
+	Tool       string
+	ArgsDigest [32]byte
+}
+
+// Round bounds (SPEC §6).
+const (
+	MaxRoundsPerHost      = 64
+	MaxRoundsPerPrincipal = 4
+	MaxRoundLifetime      = 30 * time.Minute
+)
+
+var (
+	// ErrRoundsFull: the host or the principal has as many parked rounds as
+	// allowed; the new prompt settles closed at once.
+	ErrRoundsFull = errors.New("too many parked rounds")
+	// ErrUnknownRound covers every requestState that cannot resume a round:
+	// unknown, used, expired, minted elsewhere, or bound to another
+	// principal, tool or arguments. Clients see one answer (-32602).
+	ErrUnknownRound = errors.New("unknown or expired requestState")
+)
+
+// Rounds is the store of parked input-required rounds. Tokens are 32 random
+// bytes, base64url, handed to the client as requestState and stored only as
+// their SHA-256; each resumes at most one retry. The clock and the random
+// source are the caller's. Safe for concurrent use.
+type Rounds[T any] struct {
+	lifetime time.Duration
+	random   io.Reader
+
+	mu      sync.Mutex // guards byHash and perUser
+	byHash  map[[32]byte]*round[T]
+	perUser map[string]int
+}
+
+type round[T any] struct {
+	binding RoundBinding
+	expires time.Time
+	value   T
+}
+
+// NewRounds returns an empty store whose rounds live for lifetime (0 or more
+// than 30 minutes means 30 minutes), drawing tokens from random.
+func NewRounds[T any](lifetime time.Duration, random io.Reader) *Rounds[T] {
+	if lifetime <= 0 || lifetime > MaxRoundLifetime {
+		lifetime = MaxRoundLifetime
+	}
+	return &Rounds[T]{lifetime: lifetime, random: random, byHash: map[[32]byte]*round[T]{}, perUser: map[string]int{}}
+}
+
+// Lifetime is how long a parked round waits for its retry.
+func (s *Rounds[T]) Lifetime() time.Duration { return s.lifetime }
+
+// Park stores value under a fresh token bound to b, valid until now plus the
+// lifetime. It fails with ErrRoundsFull beyond 64 rounds or 4 for b's
+// principal, or when the random source fails.
+func (s *Rounds[T]) Park(b RoundBinding, now time.Time, value T) (token string, expires time.Time, err error) {
+	var raw [32]byte
+	if _, err := io.ReadFull(s.random, raw[:]); err != nil {
+		return "", time.Time{}, err
+	}
+	token = base64.RawURLEncoding.EncodeToString(raw[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byHash) >= MaxRoundsPerHost || s.perUser[b.Principal] >= MaxRoundsPerPrincipal {
+		return "", time.Time{}, ErrRoundsFull
+	}
+	expires = now.Add(s.lifetime)
+	s.byHash[sha256.Sum256([]byte(token))] = &round[T]{binding: b, expires: expires, value: value}
+	s.perUser[b.Principal]++
+	return token, expires, nil
+}
+
+// Take resumes the round of token: it checks the binding and the expiry and,
+// when both hold, removes the round and returns its value. An expired round
+// is removed; a mismatched binding leaves the round in place (a failed check
+// does not use it up). Every failure is ErrUnknownRound.
+func (s *Rounds[T]) Take(token string, b RoundBinding, now time.Time) (T, error) {
+	var zero T
+	h := sha256.Sum256([]byte(token))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.byHash[h]
+	if !ok {
+		return zero, ErrUnknownRound
+	}
+	if !now.Before(r.expires) {
+		return zero, ErrUnknownRound // the sweeper settles it
+	}
+	if !sameBinding(r.binding, b) {
+		return zero, ErrUnknownRound
+	}
+	s.remove(h, r)
+	return r.value, nil
+}
+
+func sameBinding(a, b RoundBinding) bool {
+	return subtle.ConstantTimeCompare([]byte(a.Principal), []byte(b.Principal)) == 1 &&
+		a.Tool == b.Tool && a.ArgsDigest == b.ArgsDigest
+}
+
+func (s *Rounds[T]) remove(h [32]byte, r *round[T]) {
+	delete(s.byHash, h)
+	if s.perUser[r.binding.Principal]--; s.perUser[r.binding.Principal] <= 0 {
+		delete(s.perUser, r.binding.Principal)
+	}
+}
+
+// Expire removes and returns the values of every round expired at now.
+func (s *Rounds[T]) Expire(now time.Time) []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []T
+	for h, r := range s.byHash {
+		if !now.Before(r.expires) {
+			s.remove(h, r)
+			out = append(out, r.value)
+		}
+	}
+	return out
+}
+
+// Drain removes and returns every round (Stop settles them closed).
+func (s *Rounds[T]) Drain() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]T, 0, len(s.byHash))
+	for h, r := range s.byHash {
+		s.remove(h, r)
+		out = append(out, r.value)
+	}
+	return out
+}
+
+// Len is the number of parked rounds.
+func (s *Rounds[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byHash)
+}
+
+// ArgumentsDigest is the SHA-256 of arguments in canonical JSON: object keys
+// sorted, no insignificant whitespace, strings re-encoded, numbers exactly as
+// written. ok is false when arguments is not valid JSON.
+func ArgumentsDigest(arguments json.RawMessage) (digest [32]byte, ok bool) {
+	var b bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(arguments))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return digest, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return digest, false
+	}
+	writeCanonical(&b, v)
+	return sha256.Sum256(b.Bytes()), true
+}
+
+func writeCanonical(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			writeCanonical(b, x[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case json.Number:
+		b.WriteString(string(x))
+	case string:
+		b.WriteString(strconv.Quote(x))
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case nil:
+		b.WriteString("null")
+	}
+}
