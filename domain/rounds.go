@@ -216,3 +216,18 @@ func writeCanonical(b *bytes.Buffer, v any) {
 		b.WriteString("null")
 	}
 }
+
+// RemoveIf removes and returns the values of the rounds for which match
+// holds (a stdio client cancelling the request that parked them).
+func (s *Rounds[T]) RemoveIf(match func(T) bool) []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []T
+	for h, r := range s.byHash {
+		if match(r.value) {
+			s.remove(h, r)
+			out = append(out, r.value)
+		}
+	}
+	return out
+}

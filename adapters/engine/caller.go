@@ -9,14 +9,18 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// callCaller is the ports.Caller of one request. Prompts settle closed until
-// asking the client is built (SPEC §6); progress goes out as
+// callCaller is the ports.Caller of one request outside input-required
+// rounds. Prompts go to the client through elicit (a legacy stdio client
+// that can answer forms) or settle closed at once (SPEC §6); progress goes out as
 // notifications/progress when the request carried a progressToken, only
 // while the call is in flight and only when it increases (MCP: progress MUST
 // increase with each notification).
 type callCaller struct {
 	token  json.RawMessage // nil: the client asked for no progress
 	notify func(msg []byte)
+	// elicit sends a form to the client and returns its ElicitResult, or nil
+	// when it could not be answered; nil means prompts settle closed.
+	elicit func(ctx context.Context, f domain.Form) json.RawMessage
 
 	mu   sync.Mutex // guards done, sent, last; held while a notification is written
 	done bool
@@ -40,11 +44,26 @@ func validProgressToken(tok json.RawMessage) bool {
 	return ok
 }
 
-func (c *callCaller) RequestPermission(context.Context, domain.PermissionPrompt) domain.Decision {
-	return domain.Deny
+func (c *callCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	if c.elicit == nil || c.isDone() {
+		return domain.Deny
+	}
+	return decide(c.elicit(ctx, domain.PermissionForm(p)))
 }
 
-func (c *callCaller) Ask(context.Context, domain.AskPrompt) domain.Answer { return domain.Answer{} }
+func (c *callCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
+	form, ok := domain.AskForm(p)
+	if c.elicit == nil || !ok || c.isDone() {
+		return domain.Answer{}
+	}
+	return answerOf(p, c.elicit(ctx, form))
+}
+
+func (c *callCaller) isDone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
 
 type progressParams struct {
 	ProgressToken json.RawMessage `json:"progressToken"`

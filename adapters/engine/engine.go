@@ -64,6 +64,15 @@ type Engine struct {
 	// session reports the same tools (SPEC §2 allows caching the result while
 	// the catalog is unchanged; comparing is far cheaper than validating).
 	validated atomic.Pointer[domain.Catalog]
+
+	// base is the context parked calls run on (not a request's, which ends
+	// with the first answer); Shutdown cancels it.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+	// rounds holds parked input-required rounds; nil while AskClient is off.
+	rounds *domain.Rounds[*parked]
+	// roundLifetime bounds a legacy elicitation's wait as well.
+	roundLifetime time.Duration
 }
 
 type serverInfo struct {
@@ -104,14 +113,20 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	return &Engine{
+	e := &Engine{
 		session:  session,
 		submit:   submit,
 		info:     serverInfo{Name: name, Version: version},
 		ttlMs:    ttl.Milliseconds(),
 		logger:   logger,
 		stopping: make(chan struct{}),
-	}, nil
+	}
+	e.base, e.cancelBase = context.WithCancelCause(context.Background())
+	if opts.AskClient {
+		e.rounds = newRounds(opts.RoundLifetime)
+		e.roundLifetime = e.rounds.Lifetime()
+	}
+	return e, nil
 }
 
 // SubmitTool returns the resolved submission tool identity.
@@ -125,9 +140,24 @@ func (e *Engine) Validate(ctx context.Context) error {
 	return err
 }
 
-// Shutdown makes every later call answer "server is shutting down". Calls in
-// flight are cancelled by their carriers (streams: [Stream.Stop]).
-func (e *Engine) Shutdown() { e.stopOnce.Do(func() { close(e.stopping) }) }
+// Shutdown makes every later call answer "server is shutting down", cancels
+// the calls parked in input-required rounds and settles their prompts
+// closed. Calls in flight are cancelled by their carriers (streams:
+// [Stream.Stop]; HTTP: the request context, with cause ErrShuttingDown).
+func (e *Engine) Shutdown() {
+	e.stopOnce.Do(func() {
+		close(e.stopping)
+		e.cancelBase(ErrShuttingDown)
+		if e.rounds != nil {
+			for _, p := range e.rounds.Drain() {
+				p.call.abandon()
+			}
+		}
+	})
+}
+
+// AskClient reports whether prompts may reach clients.
+func (e *Engine) AskClient() bool { return e.rounds != nil }
 
 func (e *Engine) isStopping() bool {
 	select {

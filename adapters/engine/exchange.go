@@ -23,6 +23,10 @@ type ExchangeOptions struct {
 	Notify func(msg []byte)
 	// MaxBatch bounds a 2025-03-26 batch; default 16.
 	MaxBatch int
+	// Principal is who sent the request, for binding input-required rounds
+	// (SPEC §6): the loopback host's identity, or the remote principal
+	// (issuer, subject, client). Rounds are never shared across principals.
+	Principal string
 }
 
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
@@ -150,8 +154,9 @@ func (e *Engine) exchangeOne(ctx context.Context, frame []byte, opts ExchangeOpt
 	if notify == nil || inBatch {
 		notify = nil // batch responses are one JSON array, never SSE
 	}
-	c := &call{ctx: ctx, notify: notify, caller: newCallCaller(in.meta, notify)}
+	cc := newCallCaller(in.meta, notify)
+	c := &call{ctx: ctx, caller: cc, req: cc, principal: "http:" + opts.Principal}
 	result, rerr := e.dispatch(c, in)
-	c.caller.finish()
+	cc.finish()
 	return 200, encodeResponse(in.id, result, rerr)
 }

@@ -193,9 +193,17 @@ func (e *Engine) initializeResult(version string) initializeResult {
 
 // call is what a carrier offers one request while it runs.
 type call struct {
-	ctx    context.Context
-	notify func(msg []byte) // sends a notification related to this request; nil: none
-	caller *callCaller
+	ctx context.Context
+	// caller is the Caller the session gets; req is this request's own
+	// (progress to this client; finished when the answer is written).
+	caller ports.Caller
+	req    *callCaller
+	// principal binds input-required rounds (SPEC §6): the remote principal,
+	// the loopback host, or the stdio stream.
+	principal string
+	// onParked is told when this request answered input_required for pc
+	// (stdio maps the request id to the chain for notifications/cancelled).
+	onParked func(pc *parkedCall)
 }
 
 // dispatch serves one request whose era is resolved and whose modern checks
@@ -249,6 +257,9 @@ func (e *Engine) callTool(c *call, in *inbound) (any, *Error) {
 		args = a
 	}
 	if in.modern {
+		if e.roundsOn(in) {
+			return e.callWithRounds(c, in, name, args)
+		}
 		if e := checkRoundParams(in); e != nil {
 			return nil, e
 		}
@@ -264,9 +275,10 @@ func (e *Engine) callTool(c *call, in *inbound) (any, *Error) {
 	return r, nil
 }
 
-// checkRoundParams refuses input-required round members: inputResponses must
-// be an object and requestState a string; no round is ever parked while
-// asking the client is off, so any requestState is unknown (-32602).
+// checkRoundParams refuses input-required round members where no round can
+// exist (asking is off, or this client cannot answer forms): inputResponses
+// must be an object and requestState a string, and any requestState is
+// unknown (-32602).
 func checkRoundParams(in *inbound) *Error {
 	if r, ok := in.params["inputResponses"]; ok && r[0] != '{' {
 		return newError(CodeInvalidParams, "Invalid params: inputResponses must be an object")

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
 )
@@ -39,11 +42,23 @@ type Stream struct {
 	writeMu  sync.Mutex // serialises send; guards writeErr
 	writeErr error
 
+	principal string        // binds this stream's input-required rounds
+	inputEnd  chan struct{} // closed by Drain: the client can answer nothing more
+	endOnce   sync.Once
+
 	mu          sync.Mutex // guards the fields below
 	version     string     // negotiated legacy revision; "" before initialize
 	initialized bool       // notifications/initialized received
+	canElicit   bool       // negotiated >= 2025-06-18 and declared form elicitation
 	inflight    map[string]*flight
 	closing     bool
+	// pending are our elicitation/create requests awaiting the client's
+	// response, by id key; their ids ("srv-<n>") are our own id space.
+	pending map[string]chan json.RawMessage
+	nextSrv int
+	// chains maps the id of a request that answered input_required to the
+	// parked call, so notifications/cancelled naming it ends the call.
+	chains map[string]*parkedCall
 }
 
 // flight is one request being served.
@@ -66,7 +81,14 @@ func (e *Engine) NewStream(send func([]byte) error, opts StreamOptions) *Stream 
 		opts.MaxBatch = 64
 	}
 	base, cancel := context.WithCancelCause(context.Background())
-	return &Stream{e: e, send: send, opts: opts, base: base, cancel: cancel, inflight: make(map[string]*flight)}
+	return &Stream{
+		e: e, send: send, opts: opts, base: base, cancel: cancel,
+		principal: fmt.Sprintf("stream:%d", streamIDs.Add(1)),
+		inputEnd:  make(chan struct{}),
+		inflight:  make(map[string]*flight),
+		pending:   make(map[string]chan json.RawMessage),
+		chains:    make(map[string]*parkedCall),
+	}
 }
 
 func (s *Stream) write(b []byte) {
@@ -206,7 +228,8 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 	}
 	switch {
 	case m.isResponse():
-		deliver(nil) // no server-to-client requests are outstanding yet
+		s.response(m)
+		deliver(nil)
 		return
 	case m.isNotification():
 		s.notification(m)
@@ -267,6 +290,8 @@ func (s *Stream) initialize(in *inbound) []byte {
 		return errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: already initialized"))
 	}
 	s.version = version
+	// elicitation/create exists from 2025-06-18 (SPEC §6's table).
+	s.canElicit = version >= "2025-06-18" && declaresFormElicitation(in.params["capabilities"])
 	return encodeResponse(in.id, s.e.initializeResult(version), nil)
 }
 
@@ -293,9 +318,14 @@ func (s *Stream) notification(m *message) {
 		if f != nil {
 			f.cancelled = true
 		}
+		pc := s.chains[id.Key()]
+		delete(s.chains, id.Key())
 		s.mu.Unlock()
 		if f != nil {
 			f.cancel(errCancelledByClient)
+		}
+		if pc != nil {
+			s.e.abandonChain(pc)
 		}
 	}
 }
@@ -335,9 +365,21 @@ func (s *Stream) run(f *flight, in *inbound, deliver func([]byte)) {
 			s.write(b)
 		}
 	}
-	c := &call{ctx: f.ctx, notify: notify, caller: newCallCaller(in.meta, notify)}
+	cc := newCallCaller(in.meta, notify)
+	c := &call{ctx: f.ctx, caller: cc, req: cc, principal: s.principal}
+	if in.modern {
+		key := in.id.Key()
+		c.onParked = func(pc *parkedCall) { s.addChain(key, pc) }
+	} else if s.e.AskClient() {
+		s.mu.Lock()
+		can := s.canElicit
+		s.mu.Unlock()
+		if can {
+			cc.elicit = s.elicit
+		}
+	}
 	result, rerr := s.e.dispatch(c, in)
-	c.caller.finish()
+	cc.finish()
 	s.mu.Lock()
 	delete(s.inflight, in.id.Key())
 	cancelled := f.cancelled
@@ -370,6 +412,7 @@ func (s *Stream) Drain(ctx, stopCtx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
+	s.endOnce.Do(func() { close(s.inputEnd) })
 	if waitGroup(ctx, &s.wg) == nil {
 		return nil
 	}
@@ -402,5 +445,97 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+var streamIDs atomic.Uint64
+
+// addChain remembers that the request key parked pc, dropping chains whose
+// calls have ended (the map stays bounded by the parked rounds).
+func (s *Stream) addChain(key string, pc *parkedCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.chains {
+		select {
+		case <-c.done:
+			delete(s.chains, k)
+		default:
+		}
+	}
+	s.chains[key] = pc
+}
+
+type elicitRequest struct {
+	JSONRPC string      `json:"jsonrpc"`
+	ID      string      `json:"id"`
+	Method  string      `json:"method"`
+	Params  elicitParms `json:"params"`
+}
+
+type cancelledParams struct {
+	RequestID string `json:"requestId"`
+	Reason    string `json:"reason"`
+}
+
+// elicit sends elicitation/create to a legacy client and waits for its
+// response until the round lifetime passes, the call's ctx ends or the stream
+// closes; then it sends notifications/cancelled for our request so the client
+// can close its dialog (SPEC §6 "Legacy stdio"). It returns the result, or
+// nil when there is none (an error response included).
+func (s *Stream) elicit(ctx context.Context, f domain.Form) json.RawMessage {
+	s.mu.Lock()
+	s.nextSrv++
+	id := fmt.Sprintf("srv-%d", s.nextSrv)
+	key := "s:" + id
+	ch := make(chan json.RawMessage, 1)
+	s.pending[key] = ch
+	version := s.version
+	s.mu.Unlock()
+
+	params := elicitParms{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema}
+	if version == "2025-06-18" {
+		params.Mode = "" // that revision has form mode only, unnamed
+	}
+	req, _ := json.Marshal(elicitRequest{JSONRPC: "2.0", ID: id, Method: "elicitation/create", Params: params})
+	s.write(req)
+
+	timer := time.NewTimer(s.e.roundLifetime)
+	defer timer.Stop()
+	reason := ""
+	select {
+	case raw := <-ch:
+		return raw
+	case <-ctx.Done():
+		reason = "the request was cancelled"
+	case <-timer.C:
+		reason = "no answer in time"
+	case <-s.base.Done():
+		reason = "the server is stopping"
+	case <-s.inputEnd:
+		reason = "the input ended"
+	}
+	s.mu.Lock()
+	delete(s.pending, key)
+	s.mu.Unlock()
+	note, _ := json.Marshal(notification{JSONRPC: "2.0", Method: "notifications/cancelled",
+		Params: cancelledParams{RequestID: id, Reason: reason}})
+	s.write(note)
+	return nil
+}
+
+// response routes a client's response to our pending request; a response
+// for an unknown id is ignored.
+func (s *Stream) response(m *message) {
+	s.mu.Lock()
+	ch := s.pending[m.id.Key()]
+	delete(s.pending, m.id.Key())
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	if m.result != nil {
+		ch <- m.result
+	} else {
+		ch <- nil // an error response: the prompt settles closed
 	}
 }
