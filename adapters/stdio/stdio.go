@@ -313,6 +313,14 @@ func (t *Transport) serve(r *run, early []frame, frames <-chan frame) {
 // DrainTimeout, then the rest are cancelled; Wait returns nil (or the read
 // failure).
 func (t *Transport) finish(r *run, readErr error) {
+	select {
+	case <-r.stop:
+		// Stop closed the input: stop now, as Stop promises, not after a grace.
+		t.shutdown(r)
+		r.end(nil)
+		return
+	default:
+	}
 	drain, cancel := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
 	defer cancel()
 	stop, cancelStop := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
