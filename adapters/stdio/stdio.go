@@ -233,12 +233,20 @@ func (t *Transport) startup(ctx context.Context, r *run, frames <-chan frame) er
 			go t.serve(r, early, frames)
 			return nil
 		case f := <-frames:
-			if f.err != nil {
+			if f.err != nil && len(early) == 0 {
+				// The client went away before saying anything: nothing
+				// to serve, so start-up is cancelled.
 				cancel()
 				<-validated
 				return ErrInputClosed
 			}
+			// Frames that arrive during start-up are kept, the end of
+			// input after them too: a client that pipes its requests and
+			// closes stdin still gets every answer.
 			early = append(early, f)
+			if f.err != nil {
+				frames = nil // the reader has ended
+			}
 		case <-vctx.Done():
 			<-validated
 			return context.Cause(vctx)
@@ -325,10 +333,13 @@ func (t *Transport) finish(r *run, readErr error) {
 	defer cancel()
 	stop, cancelStop := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
 	defer cancelStop()
-	r.eng.Shutdown()
+	// Calls already read keep running: nothing new can arrive after the end
+	// of input, so the engine is shut down (parked rounds settled) only
+	// once the stream has drained.
 	if err := r.stream.Drain(drain, stop); err != nil {
 		t.logger.Warn("stdio: calls still running after the end of input")
 	}
+	r.eng.Shutdown()
 	t.mu.Lock()
 	if t.run == r {
 		t.state, t.session = stopped, nil

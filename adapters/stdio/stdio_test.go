@@ -312,3 +312,34 @@ func TestEOFGraceIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestPipedInputThenEOFDuringStartup: a client that writes its requests and
+// closes stdin while the catalog is still being validated gets every answer,
+// the calls' real results (not "shutting down"), then Wait returns nil.
+func TestPipedInputThenEOFDuringStartup(t *testing.T) {
+	g := newGate()
+	p := newTransport(t, g, stdio.Options{})
+	started := make(chan error, 1)
+	go func() { started <- p.tr.Start(context.Background()) }()
+	<-g.entered
+	p.send(t, initialize)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"hi"}}}`)
+	p.in.Close()
+	close(g.open)
+	if err := <-started; err != nil {
+		t.Fatalf("Start = %v, want the early frames served", err)
+	}
+	got := map[float64]string{}
+	for range 3 {
+		m := p.recv(t)
+		b, _ := json.Marshal(m["result"])
+		got[m["id"].(float64)] = string(b)
+	}
+	if !strings.Contains(got[2], `\"success\":true`) || !strings.Contains(got[3], "echo: hi") {
+		t.Errorf("answers = %v, want the calls' own results", got)
+	}
+	if err := p.tr.Wait(); err != nil {
+		t.Errorf("Wait = %v", err)
+	}
+}

@@ -42,6 +42,7 @@ var Rules = []Rule{
 	{"adapters/httpremote", append([]string{"adapters/engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", core, "the reference session: ports, domain"},
+	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},

@@ -1,0 +1,16 @@
+// Package interop holds interoperability tests that drive the real
+// agentmcp binary ("agentmcp serve stdio") with MCP clients nobody on this
+// project wrote: the official Go SDK (github.com/modelcontextprotocol/go-sdk)
+// and, through Node, the official TypeScript SDK (interop/ts).
+//
+// It is a separate Go module so that the main module never depends on an MCP
+// SDK. "go test ./..." from the repository root does not enter it; run
+// scripts/test.sh, which runs both modules and installs the npm packages the
+// TypeScript client needs.
+//
+// TestMain builds ./app/cmd/agentmcp of the root module once (with -race when
+// the tests run with it). go test's result cache cannot see that binary's
+// sources, so run these tests with -count=1, as scripts/test.sh does.
+//
+// The package has no non-test code.
+package interop

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test of the repository, from any working directory:
+#   1. installs the npm packages of the TypeScript SDK client (interop/ts)
+#      with npm ci, only when package-lock.json or Node changed since the
+#      last install;
+#   2. go test -race ./... in the root module;
+#   3. go test -race -count=1 ./... in interop/, a nested module that ./...
+#      does not enter (it builds the agentmcp binary and drives it with the official
+#      Go and TypeScript MCP SDK clients).
+# Stops at the first failure. Extra arguments go to both go test runs,
+# e.g. scripts/test.sh -count=1 -v.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ts="$repo/interop/ts"
+
+step() { printf '\n==> %s\n' "$*"; }
+need() {
+	command -v "$1" >/dev/null || { echo "scripts/test.sh: $1 not found in PATH ($2)" >&2; exit 1; }
+}
+need go "Go 1.26 or later"
+need node "Node 20 or later, for the TypeScript SDK client"
+need npm "npm, to install interop/ts's packages"
+
+step "npm packages for the TypeScript SDK client (interop/ts)"
+# npm ci wipes and reinstalls node_modules, so it runs only when the lock or
+# the Node version changed since the last install (recorded in a stamp).
+stamp="$ts/node_modules/.agentmcp-installed"
+want="$(node --version) $(cksum <"$ts/package-lock.json")"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+	echo "up to date ($(node --version), package-lock.json unchanged)"
+else
+	(cd "$ts" && npm ci --no-audit --no-fund)
+	printf '%s\n' "$want" >"$stamp"
+fi
+
+step "go test -race ./... (root module)"
+(cd "$repo" && go test -race "$@" ./...)
+
+step "go test -race -count=1 ./... (interop module)"
+# -count=1: these tests build and run the root module's binary, which go
+# test's result cache cannot see, so a cached pass could hide a change.
+(cd "$repo/interop" && go test -race -count=1 "$@" ./...)
+
+step "all tests passed"
