@@ -18,10 +18,15 @@ import (
 var Version = "0.1.0"
 
 const usage = `usage:
-  agentmcp serve stdio [--root DIR] [--submit-name NAME] [--submit-description TEXT]
+  agentmcp serve stdio [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 
 Serves the reference workspace session (list_dir, read_file, search_text,
-write_file over DIR, and the submission tool) as an MCP server.`
+write_file over DIR, and the submission tool) as an MCP server.
+
+--ask-client sends the session's permission and ask prompts to the MCP client
+that made the call (elicitation, or input-required rounds). Turn it on only
+when you trust whoever can reach the carrier to approve the session's tool
+calls: an approval lets the session write files under DIR.`
 
 // Main runs the command line with args (without the program name) and
 // returns the process exit code: 0 on a clean end (stdin closed, SIGINT or
@@ -46,6 +51,7 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	root := fs.String("root", ".", "directory the reference session serves")
 	submitName := fs.String("submit-name", domain.DefaultSubmitName, "name of the submission tool")
 	submitDesc := fs.String("submit-description", domain.DefaultSubmitDescription, "description of the submission tool")
+	askClient := fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,6 +68,7 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	t, err := NewStdio(session, stdio.Options{
 		Name: "agentmcp", Version: Version, Stdin: stdin, Stdout: stdout, Logger: logger,
 		SubmitTool: domain.SubmitTool{Name: *submitName, Description: *submitDesc},
+		AskClient:  *askClient,
 	})
 	if err != nil {
 		logger.Error("cannot serve stdio", "err", err)
