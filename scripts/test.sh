@@ -6,7 +6,10 @@
 #   2. go test -race ./... in the root module;
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
-#      Go and TypeScript MCP SDK clients).
+#      Go and TypeScript MCP SDK clients);
+#   4. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#      against the loopback host (conformance/run.sh installs Node 22 and the
+#      suite from npm itself).
 # Stops at the first failure. Extra arguments go to both go test runs,
 # e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
@@ -41,5 +44,8 @@ step "go test -race -count=1 ./... (interop module)"
 # -count=1: these tests build and run the root module's binary, which go
 # test's result cache cannot see, so a cached pass could hide a change.
 (cd "$repo/interop" && go test -race -count=1 "$@" ./...)
+
+step "official MCP conformance suite, both legs (conformance/run.sh)"
+bash "$repo/conformance/run.sh"
 
 step "all tests passed"

