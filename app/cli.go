@@ -65,6 +65,7 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Error("cannot open the workspace", "err", err)
 		return 1
 	}
+	defer session.Close()
 	t, err := NewStdio(session, stdio.Options{
 		Name: "agentmcp", Version: Version, Stdin: stdin, Stdout: stdout, Logger: logger,
 		SubmitTool: domain.SubmitTool{Name: *submitName, Description: *submitDesc},

@@ -136,6 +136,7 @@ func TestRenderEnvelope(t *testing.T) {
 		{domain.Envelope{Success: true, ToolName: "t", Result: json.RawMessage(`{"a":1}`), Error: "e", Duration: &d, ExecutionID: "x", Metadata: json.RawMessage(`{"k":"v"}`)},
 			`{"success":true,"toolName":"t","result":{"a":1},"error":"e","duration":12.5,"executionId":"x","metadata":{"k":"v"}}`, false},
 		{domain.Envelope{Success: true, Result: json.RawMessage(`null`)}, `{"success":true,"result":null}`, false},
+		{domain.Envelope{Success: true, Result: json.RawMessage(`{"c":"<a> & b"}`)}, `{"success":true,"result":{"c":"<a> & b"}}`, false},
 	}
 	for _, c := range cases {
 		r, err := domain.RenderEnvelope(c.env)

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -52,7 +53,7 @@ func TextResult(text string) ToolResult {
 // RenderEnvelope renders e as {"content":[{"type":"text","text":<e>}],
 // "isError":!e.Success} (SPEC §3.4).
 func RenderEnvelope(e Envelope) (ToolResult, error) {
-	text, err := json.Marshal(e)
+	text, err := MarshalJSON(e)
 	if err != nil {
 		return ToolResult{}, err
 	}
@@ -84,3 +85,16 @@ func ClientMessage(err error) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// MarshalJSON is json.Marshal without HTML escaping: "<", ">" and "&" stay
+// as written, as JavaScript's JSON.stringify leaves them, so envelope text
+// reads as the session wrote it. The result is compact, without a newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

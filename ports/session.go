@@ -64,6 +64,9 @@ func (r refusal) Is(target error) bool { return target == ErrRefused }
 // answers Deny and a cancelled Answer at once, so the session's own permission
 // wrapper produces its visible tool error. Methods are safe for concurrent
 // use; after the call has finished they answer closed and send nothing.
+// RequestPermission and Ask may block for as long as a person takes to
+// answer (up to the round lifetime), and Progress may block on a slow
+// client: a session must not hold locks across them.
 type Caller interface {
 	// RequestPermission asks to allow one tool call. Anything but an explicit
 	// allow-once (decline, cancel, a malformed answer, a timeout, ctx ending)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/agentmcp/agentmcp/domain"
 )
 
 // JSON-RPC 2.0 and MCP error codes (JSON-RPC 2.0 §5.1; MCP 2026-07-28
@@ -226,7 +228,7 @@ func encodeResponse(id ID, result any, rerr *Error) []byte {
 	} else {
 		r.Result = result
 	}
-	b, err := json.Marshal(r)
+	b, err := domain.MarshalJSON(r)
 	if err != nil {
 		// Only a session-supplied value can fail to marshal; answer internally.
 		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: id.raw, Error: newError(CodeInternalError, "Internal error: result could not be encoded")})

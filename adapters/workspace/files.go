@@ -1,0 +1,475 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// pathArg reads and checks a path argument; absent optional ones are ".".
+func pathArg(args toolArgs, required bool) (relPath, error) {
+	p, ok, err := args.str("path", required)
+	if err != nil {
+		return relPath{}, err
+	}
+	if !ok {
+		return relPath{display: ".", name: "."}, nil
+	}
+	return cleanPath(p)
+}
+
+// openRegular opens name in the root for reading and returns it with its
+// size, or an error if it is not a regular file. The type is checked on the
+// open descriptor, so what is read is what was checked.
+func (s *Session) openRegular(p relPath) (*os.File, int64, error) {
+	f, err := s.root.OpenFile(p.name, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, 0, fsError(p, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fsError(p, err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		if st.IsDir() {
+			return nil, 0, fmt.Errorf("%q is a directory", p.display)
+		}
+		return nil, 0, fmt.Errorf("%q is not a regular file", p.display)
+	}
+	return f, st.Size(), nil
+}
+
+// readCapped reads f, at most max bytes; ok is false when f holds more (it
+// may have grown since it was measured).
+func readCapped(f *os.File, max int64) (data []byte, ok bool, err error) {
+	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	return data, int64(len(data)) <= max, err
+}
+
+// listEntry is one entry of a list_dir result.
+type listEntry struct {
+	Name string `json:"name"`
+	Type string `json:"type"`           // file, dir, symlink or other
+	Size *int64 `json:"size,omitempty"` // bytes; files only
+}
+
+type listResult struct {
+	Path      string      `json:"path"`
+	Entries   []listEntry `json:"entries"`
+	Truncated bool        `json:"truncated"`
+}
+
+func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (any, error) {
+	p, err := pathArg(args, true)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.root.OpenFile(p.name, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	defer d.Close()
+	if st, err := d.Stat(); err != nil {
+		return nil, fsError(p, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%q is not a directory", p.display)
+	}
+
+	res := listResult{Path: p.display, Entries: []listEntry{}}
+	// Keep the first MaxListEntries names in order without holding the whole
+	// directory: trim whenever twice the cap has accumulated.
+	trim := func() {
+		slices.SortFunc(res.Entries, func(a, b listEntry) int { return strings.Compare(a.Name, b.Name) })
+		if len(res.Entries) > MaxListEntries {
+			res.Entries = res.Entries[:MaxListEntries]
+			res.Truncated = true
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil, cancelled("list_dir")
+		}
+		batch, err := d.ReadDir(256)
+		for _, e := range batch {
+			res.Entries = append(res.Entries, describeEntry(e))
+		}
+		if len(res.Entries) > 2*MaxListEntries {
+			trim()
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, fsError(p, err)
+		}
+	}
+	trim()
+	return res, nil
+}
+
+func describeEntry(e fs.DirEntry) listEntry {
+	le := listEntry{Name: e.Name()}
+	switch t := e.Type(); {
+	case t.IsDir():
+		le.Type = "dir"
+	case t&fs.ModeSymlink != 0:
+		le.Type = "symlink"
+	case t.IsRegular():
+		le.Type = "file"
+		if info, err := e.Info(); err == nil { // an os.Root listing stats each entry relative to the directory
+			size := info.Size()
+			le.Size = &size
+		}
+	default:
+		le.Type = "other"
+	}
+	return le
+}
+
+type readResult struct {
+	Path     string `json:"path"`
+	Size     int    `json:"size"`     // bytes
+	Encoding string `json:"encoding"` // utf-8 or base64
+	Content  string `json:"content"`
+}
+
+func (s *Session) readFile(ctx context.Context, args toolArgs, _ ports.Caller) (any, error) {
+	p, err := pathArg(args, true)
+	if err != nil {
+		return nil, err
+	}
+	if p.display == "." {
+		return nil, errors.New(`"." is the workspace root, not a file`)
+	}
+	f, size, err := s.openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooBig := func(n int64) error {
+		return fmt.Errorf("%q is %d bytes: read_file reads files of at most %d bytes (1 MiB)", p.display, n, MaxReadBytes)
+	}
+	if size > MaxReadBytes {
+		return nil, tooBig(size)
+	}
+	if ctx.Err() != nil {
+		return nil, cancelled("read_file")
+	}
+	data, ok, err := readCapped(f, MaxReadBytes)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	if !ok {
+		return nil, tooBig(int64(len(data)))
+	}
+	res := readResult{Path: p.display, Size: len(data), Encoding: "utf-8", Content: string(data)}
+	if !utf8.Valid(data) {
+		res.Encoding, res.Content = "base64", base64.StdEncoding.EncodeToString(data)
+	}
+	return res, nil
+}
+
+type searchMatch struct {
+	Path string `json:"path"`
+	Line int    `json:"line"` // from 1
+	Text string `json:"text"`
+	Cut  bool   `json:"cut,omitempty"`
+}
+
+type searchResult struct {
+	Pattern       string        `json:"pattern"`
+	Path          string        `json:"path"`
+	Matches       []searchMatch `json:"matches"`
+	Truncated     bool          `json:"truncated"`
+	FilesSearched int           `json:"filesSearched"`
+	FilesSkipped  int           `json:"filesSkipped"`
+}
+
+// errStop ends a walk that has found more than MaxMatches.
+var errStop = errors.New("stop")
+
+// searcher is one search_text walk.
+type searcher struct {
+	s        *Session
+	ctx      context.Context
+	caller   ports.Caller
+	re       *regexp.Regexp
+	res      searchResult
+	examined int // files looked at, searched or skipped
+}
+
+func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+	pattern, _, err := args.str("pattern", true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case pattern == "":
+		return nil, invalidArgs("pattern must not be empty")
+	case len(pattern) > MaxPatternBytes:
+		return nil, invalidArgs(fmt.Sprintf("pattern is %d bytes; search_text takes at most %d", len(pattern), MaxPatternBytes))
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("invalid pattern: %v (search_text takes a Go regular expression; escape metacharacters with \\)", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	p, err := pathArg(args, false)
+	if err != nil {
+		return nil, err
+	}
+	w := &searcher{s: s, ctx: ctx, caller: caller, re: re,
+		res: searchResult{Pattern: pattern, Path: p.display, Matches: []searchMatch{}}}
+
+	st, err := s.root.Stat(p.name) // follows a link named by the client, inside the root only
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	switch {
+	case st.IsDir():
+		err = w.dir(p.display)
+	case st.Mode().IsRegular():
+		err = w.file(p.display)
+	default:
+		return nil, fmt.Errorf("%q is neither a directory nor a regular file", p.display)
+	}
+	if err != nil && err != errStop {
+		return nil, err
+	}
+	return w.res, nil
+}
+
+func (s *Session) beforeOpen(rel string) {
+	if s.hooks.beforeOpen != nil {
+		s.hooks.beforeOpen(rel)
+	}
+}
+
+// dir searches the directory rel (slash-separated, relative to the root),
+// entries in name order. Symbolic links and .git directories are not entered.
+// A directory that cannot be read counts as one skipped file.
+func (w *searcher) dir(rel string) error {
+	if w.ctx.Err() != nil {
+		return cancelled("search_text")
+	}
+	w.s.beforeOpen(rel)
+	d, err := w.s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		w.res.FilesSkipped++
+		return nil
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		w.res.FilesSkipped++
+		return nil
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, e := range entries {
+		child := path.Join(rel, e.Name())
+		switch t := e.Type(); {
+		case t.IsDir() && e.Name() != ".git":
+			err = w.dir(child)
+		case t.IsRegular():
+			err = w.file(child)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// file searches one file and reports progress every ProgressEvery files.
+func (w *searcher) file(rel string) error {
+	if w.ctx.Err() != nil {
+		return cancelled("search_text")
+	}
+	err := w.search(rel)
+	w.examined++
+	if w.examined%ProgressEvery == 0 {
+		w.caller.Progress(w.ctx, float64(w.examined), 0,
+			fmt.Sprintf("searched %d files, %d matches so far", w.examined, len(w.res.Matches)))
+	}
+	return err
+}
+
+func (w *searcher) search(rel string) error {
+	w.s.beforeOpen(rel)
+	p := relPath{display: rel, name: filepath.FromSlash(rel)}
+	f, size, err := w.s.openRegular(p)
+	if err != nil {
+		w.res.FilesSkipped++
+		return nil
+	}
+	defer f.Close()
+	if size > MaxSearchFileBytes {
+		w.res.FilesSkipped++
+		return nil
+	}
+	data, ok, err := readCapped(f, MaxSearchFileBytes)
+	if err != nil || !ok || bytes.IndexByte(data, 0) >= 0 {
+		w.res.FilesSkipped++
+		return nil
+	}
+	w.res.FilesSearched++
+	n := 0
+	for line := range bytes.Lines(data) {
+		n++
+		line = bytes.TrimRight(line, "\r\n")
+		if !w.re.Match(line) {
+			continue
+		}
+		if len(w.res.Matches) == MaxMatches {
+			w.res.Truncated = true
+			return errStop
+		}
+		text, cut := cutUTF8(line, MaxMatchTextBytes)
+		w.res.Matches = append(w.res.Matches, searchMatch{Path: rel, Line: n, Text: string(text), Cut: cut})
+	}
+	return nil
+}
+
+// cutUTF8 returns b cut to at most max bytes on a rune boundary.
+func cutUTF8(b []byte, max int) ([]byte, bool) {
+	if len(b) <= max {
+		return b, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return b[:cut], true
+}
+
+type writeResult struct {
+	Path    string `json:"path"`
+	Bytes   int    `json:"bytes"`
+	Created bool   `json:"created"`
+	SHA256  string `json:"sha256"` // hex
+}
+
+func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+	p, err := pathArg(args, true)
+	if err != nil {
+		return nil, err
+	}
+	content, _, err := args.str("content", true)
+	if err != nil {
+		return nil, err
+	}
+	if p.display == "." {
+		return nil, errors.New(`"." is the workspace root, not a file`)
+	}
+	if len(content) > MaxWriteBytes {
+		return nil, fmt.Errorf("content is %d bytes: write_file writes at most %d bytes (1 MiB)", len(content), MaxWriteBytes)
+	}
+
+	// Checks before asking, so that nobody is asked to approve a write that
+	// cannot happen. They decide nothing about safety: the write itself goes
+	// through the root again.
+	parent := relPath{display: path.Dir(p.display)}
+	parent.name = filepath.FromSlash(parent.display)
+	if st, err := s.root.Stat(parent.name); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("directory %s (write_file creates no directories)", fsError(parent, err))
+	} else if err != nil {
+		return nil, fmt.Errorf("directory %s", fsError(parent, err))
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%q is not a directory", parent.display)
+	}
+	created, perm, existing := true, fs.FileMode(0o644), int64(0)
+	switch st, err := s.root.Lstat(p.name); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fsError(p, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("%q is a directory", p.display)
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%q is a symbolic link: write_file does not replace links", p.display)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%q is not a regular file", p.display)
+	default:
+		created, perm, existing = false, st.Mode().Perm(), st.Size()
+	}
+
+	// The session gives facts; the engine renders them (the path quoted and
+	// escaped, the content as size and SHA-256 only, SPEC §6).
+	summary := "Create a file in the workspace"
+	if !created {
+		summary = fmt.Sprintf("Replace a file of %d bytes in the workspace", existing)
+	}
+	prompt := domain.PermissionPrompt{
+		Tool:    "write_file",
+		Summary: summary,
+		Arguments: []domain.Argument{
+			{Name: "path", Value: p.display},
+			{Name: "content", Value: content, Contents: true},
+		},
+	}
+	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
+		return nil, fmt.Errorf("Permission denied: writing %q was not allowed", p.display)
+	}
+	if ctx.Err() != nil {
+		return nil, cancelled("write_file")
+	}
+	if err := s.replace(p, parent, []byte(content), perm, created); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(content))
+	return writeResult{Path: p.display, Bytes: len(content), Created: created, SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// replace writes data to a fresh temporary file in p's directory and renames
+// it over p, so p holds the old or the new content, never a mix.
+func (s *Session) replace(p, parent relPath, data []byte, perm fs.FileMode, created bool) error {
+	var nonce [6]byte
+	rand.Read(nonce[:])
+	tmp := filepath.Join(parent.name, ".agentmcp-"+hex.EncodeToString(nonce[:])+".tmp")
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("cannot write next to %s", fsError(p, err))
+	}
+	fail := func(err error) error {
+		f.Close()
+		s.root.Remove(tmp)
+		return fsError(p, err)
+	}
+	if !created { // OpenFile's mode went through the umask; keep the old bits exactly
+		if err := f.Chmod(perm); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		s.root.Remove(tmp)
+		return fsError(p, err)
+	}
+	if err := s.root.Rename(tmp, p.name); err != nil {
+		s.root.Remove(tmp)
+		return fsError(p, err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// toolSpec is one runtime tool: what tools/list advertises and how it runs.
+type toolSpec struct {
+	name        string
+	description string
+	schema      json.RawMessage
+	params      []string // allowed argument names, for messages
+	run         func(s *Session, ctx context.Context, args toolArgs, caller ports.Caller) (any, error)
+}
+
+// toolSpecs is the catalog, in the advertised order. Each schema is strict:
+// root "type":"object", "required", "additionalProperties":false. The
+// session checks the arguments itself as well; it never relies on a client
+// having validated them.
+var toolSpecs = []toolSpec{
+	{
+		name: "list_dir",
+		description: `List the entries of one directory of the workspace. path is relative to the workspace root ("." is the root). ` +
+			`Returns {path, entries:[{name, type, size}], truncated}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
+			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"Directory to list, relative to the workspace root; \".\" is the root."}},"required":["path"],"additionalProperties":false}`),
+		params: []string{"path"},
+		run:    (*Session).listDir,
+	},
+	{
+		name: "read_file",
+		description: `Read one file of the workspace. path is relative to the workspace root; symbolic links are followed only while they stay inside it. ` +
+			`Returns {path, size, encoding, content}: content is the file's text when it is valid UTF-8 (encoding "utf-8"), else its bytes in base64 (encoding "base64"). ` +
+			`Files over 1 MiB (1048576 bytes) are not read: the call fails and says so. Only regular files can be read.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"File to read, relative to the workspace root."}},"required":["path"],"additionalProperties":false}`),
+		params: []string{"path"},
+		run:    (*Session).readFile,
+	},
+	{
+		name: "search_text",
+		description: `Search the workspace's text files for lines matching a regular expression (Go RE2 syntax, case-sensitive unless it starts with (?i), at most 1024 bytes). ` +
+			`path (optional, default the workspace root) is a directory searched recursively, or a single file. Symbolic links and .git directories are not entered; ` +
+			`binary files (holding a NUL byte) and files over 1 MiB are skipped and counted in filesSkipped. ` +
+			`Returns {pattern, path, matches:[{path, line, text, cut}], truncated, filesSearched, filesSkipped}: matches in path order then line order (lines count from 1), ` +
+			`at most 1000 (truncated is true when there were more); text is the matching line, at most 256 bytes (cut is true when the line was longer). ` +
+			`Reports progress every 100 files.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","minLength":1,"maxLength":1024,"description":"Go regular expression (RE2 syntax) matched against each line."},"path":{"type":"string","minLength":1,"maxLength":4096,"description":"Directory or file to search, relative to the workspace root; default the root."}},"required":["pattern"],"additionalProperties":false}`),
+		params: []string{"pattern", "path"},
+		run:    (*Session).searchText,
+	},
+	{
+		name: "write_file",
+		description: `Write one file of the workspace, replacing it if it exists. Asks the user for permission first; a denied call writes nothing. ` +
+			`path is relative to the workspace root; its directory must already exist (no directories are created) and an existing target must be a regular file. ` +
+			`content is the whole new text, at most 1 MiB (1048576 bytes) of UTF-8. The file is replaced atomically (a temporary file in the same directory, then a rename); ` +
+			`an existing file keeps its permission bits, a new one gets 0644 less the umask. Returns {path, bytes, created, sha256}.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"File to write, relative to the workspace root; its directory must exist."},"content":{"type":"string","description":"The complete new content of the file, at most 1 MiB of UTF-8."}},"required":["path","content"],"additionalProperties":false}`),
+		params: []string{"path", "content"},
+		run:    (*Session).writeFile,
+	},
+}
+
+func lookupTool(name string) *toolSpec {
+	for i := range toolSpecs {
+		if toolSpecs[i].name == name {
+			return &toolSpecs[i]
+		}
+	}
+	return nil
+}
+
+// toolArgs is one call's arguments, decoded strictly: a JSON object without
+// duplicate or unknown members.
+type toolArgs map[string]json.RawMessage
+
+// parseArguments decodes raw (empty means {}) for tool, which takes params.
+func parseArguments(tool string, params []string, raw json.RawMessage) (toolArgs, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return toolArgs{}, nil
+	}
+	if raw[0] != '{' {
+		return nil, invalidArgs("arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, invalidArgs("arguments must be a JSON object")
+	}
+	args := toolArgs{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalidArgs("arguments must be a JSON object")
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, invalidArgs("arguments must be a JSON object")
+		}
+		if _, dup := args[key]; dup {
+			return nil, invalidArgs(fmt.Sprintf("duplicate argument %q", key))
+		}
+		known := false
+		for _, p := range params {
+			known = known || p == key
+		}
+		if !known {
+			return nil, invalidArgs(fmt.Sprintf("unknown argument %q (%s takes %s)", key, tool, quoteList(params)))
+		}
+		args[key] = value
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, invalidArgs("arguments must be a JSON object")
+	}
+	if dec.More() {
+		return nil, invalidArgs("arguments must be a single JSON object")
+	}
+	return args, nil
+}
+
+// str returns the string argument name. A required argument must be present;
+// an optional absent one gives ok false. JSON null counts as absent.
+func (a toolArgs) str(name string, required bool) (value string, ok bool, err error) {
+	raw, has := a[name]
+	if !has || string(raw) == "null" {
+		if required {
+			return "", false, invalidArgs(fmt.Sprintf("missing required argument %q", name))
+		}
+		return "", false, nil
+	}
+	if json.Unmarshal(raw, &value) != nil {
+		return "", false, invalidArgs(fmt.Sprintf("argument %q must be a string", name))
+	}
+	return value, true, nil
+}
+
+func invalidArgs(msg string) error { return errors.New("invalid arguments: " + msg) }
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// relPath is a path argument after lexical checks: display is the cleaned
+// slash-separated form used in results and messages, name the form handed to
+// the os.Root. The os.Root remains the authority on where a name leads.
+type relPath struct {
+	display string
+	name    string
+}
+
+// cleanPath checks a path argument lexically: non-empty, bounded, no NUL, not
+// absolute, not leaving the root through "..". Symbolic links are for the
+// os.Root to refuse; a lexical check cannot see them.
+func cleanPath(p string) (relPath, error) {
+	switch {
+	case p == "":
+		return relPath{}, invalidArgs("path must not be empty")
+	case len(p) > MaxPathBytes:
+		return relPath{}, invalidArgs(fmt.Sprintf("path is longer than %d bytes", MaxPathBytes))
+	case strings.IndexByte(p, 0) >= 0:
+		return relPath{}, invalidArgs("path must not contain a NUL byte")
+	case path.IsAbs(p) || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
+		return relPath{}, fmt.Errorf("path %q is absolute: paths are relative to the workspace root", p)
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return relPath{}, fmt.Errorf("path %q escapes the workspace root", p)
+	}
+	return relPath{display: c, name: filepath.FromSlash(c)}, nil
+}
+
+// fsError describes a file-system failure on p for a client: the path as the
+// client gave it and the reason, never the root's location on the host.
+func fsError(p relPath, err error) error {
+	return fmt.Errorf("%q: %s", p.display, fsReason(err))
+}
+
+func fsReason(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file or directory"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied by the file system"
+	}
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	if err.Error() == "path escapes from parent" { // os.Root's refusal; its sentinel is unexported
+		return "leads outside the workspace root"
+	}
+	return err.Error()
+}
+
+func cancelled(tool string) error { return fmt.Errorf("%s was cancelled", tool) }
+
+// marshalResult encodes a tool result without HTML escaping: results carry
+// source text, where \u003c would only hurt.
+func marshalResult(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("cannot encode the result: %v", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

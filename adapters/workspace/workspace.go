@@ -1,0 +1,326 @@
+// Package workspace is agentmcp's reference [ports.Session]: the session the
+// CLI serves, over one directory (its root).
+//
+// It offers four runtime tools, in this order:
+//
+//   - list_dir {path}: the entries of one directory;
+//   - read_file {path}: one file's content, at most [MaxReadBytes];
+//   - search_text {pattern, path?}: lines matching a Go regular expression,
+//     at most [MaxMatches];
+//   - write_file {path, content}: replaces or creates one file, after asking
+//     permission through the call's [ports.Caller].
+//
+// The first three are read-only and never ask. Every file access goes through
+// an [os.Root] opened on the root directory, so an absolute path, a ".."
+// component or a symbolic link cannot reach outside the root, not even when the
+// tree changes during a call: each open is resolved relative to the root's open
+// descriptor, one component at a time, never by checking a path and then
+// opening it. Paths are slash-separated and relative to the root; absolute
+// paths and paths whose ".." climbs above the root are refused before any
+// access; links that stay inside the root are followed.
+//
+// Decisions where SPEC is silent:
+//
+//   - read_file refuses a file over [MaxReadBytes] rather than truncating it,
+//     so a model never mistakes a prefix for the file. Content that is not
+//     valid UTF-8 comes back base64-encoded ("encoding":"base64").
+//   - search_text takes a Go regular expression (RE2: linear time, so no
+//     pattern can stall it), matched line by line, at most [MaxPatternBytes].
+//     It walks in name order without following symbolic links or entering
+//     .git, skips binary files (a NUL byte) and files over
+//     [MaxSearchFileBytes], stops at [MaxMatches] with "truncated": true, and
+//     reports progress every [ProgressEvery] files. Entries that vanish or
+//     cannot be opened during the walk are skipped and counted, not fatal.
+//   - write_file creates no directories, refuses to replace a directory or a
+//     symbolic link, and writes atomically: a temporary file in the target's
+//     directory, synced, then renamed over the target. Arguments are checked
+//     and the target inspected before the permission prompt, so nobody is
+//     asked to approve a write that cannot happen. The prompt carries facts
+//     only (the path, and the content as a contents argument, which the
+//     engine shows as size and SHA-256); a denied or cancelled prompt writes
+//     nothing.
+//   - Files are opened non-blocking and checked to be regular files on the
+//     open descriptor, so a FIFO or device in the tree cannot stall a call.
+//   - Cancelling a call's ctx ends it with a failed envelope
+//     "<tool> was cancelled"; an unknown tool name is a failed envelope
+//     "Unknown tool: <name>" (the engine normally refuses it first).
+//
+// Tool results are execution envelopes ([domain.Envelope]): success, toolName,
+// result (the tool's JSON result, described on each tool), error (a
+// client-visible message for a failed call: bad arguments, a path outside the
+// root, a cap exceeded, permission denied, cancellation), duration in
+// milliseconds and an executionId "exec-<n>", n counting calls from 1 per
+// session. A failed tool call is a failed envelope, not an error; InvokeTool
+// returns an error only for a refusal ([ErrBusy], [ErrClosed]).
+//
+// Concurrency: tool calls, write_file included, run concurrently with each
+// other (a write replaces its file atomically, so readers see the old or the
+// new content, never a mix). Submissions run one turn at a time; while a turn
+// runs, every new tool call and submission is refused with [ErrBusy] (tool
+// calls already in flight when the turn starts finish beside it). Until a model
+// backend exists, every submission is refused with [ErrNoModel].
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Caps of the runtime tools. They are fixed (SPEC §8), not options.
+const (
+	// MaxReadBytes is the largest file read_file returns; a bigger file is a
+	// failed envelope that says so (no truncated reads).
+	MaxReadBytes = 1 << 20
+
+	// MaxWriteBytes is the largest content write_file accepts, in bytes of
+	// its UTF-8 encoding.
+	MaxWriteBytes = 1 << 20
+
+	// MaxMatches is the most matches search_text reports; when there are more
+	// it stops searching and reports "truncated": true.
+	MaxMatches = 1000
+
+	// MaxPatternBytes bounds the length of a search_text pattern.
+	MaxPatternBytes = 1024
+
+	// MaxSearchFileBytes is the largest file search_text reads; bigger files
+	// are skipped and counted in filesSkipped.
+	MaxSearchFileBytes = 1 << 20
+
+	// MaxMatchTextBytes bounds the text of one match: a longer line is cut
+	// (on a UTF-8 boundary) and the match is marked "cut": true.
+	MaxMatchTextBytes = 256
+
+	// MaxListEntries is the most entries list_dir returns; when a directory
+	// holds more, it returns the first MaxListEntries by name and reports
+	// "truncated": true.
+	MaxListEntries = 1000
+
+	// MaxPathBytes bounds a path argument.
+	MaxPathBytes = 4096
+
+	// ProgressEvery is how many files search_text examines between two
+	// progress reports through the Caller.
+	ProgressEvery = 100
+)
+
+// Refusals. Their messages are client-visible and single-line; all three wrap
+// [ports.ErrRefused].
+var (
+	// ErrNoModel refuses every submission until a model backend exists.
+	ErrNoModel = ports.Refused("submissions are not available: this reference workspace session has no model backend yet; a later release configures one with --model")
+
+	// ErrBusy refuses a submission or tool call made while a turn runs.
+	ErrBusy = ports.Refused("session is busy: a turn is running; retry when it finishes")
+
+	// ErrClosed refuses every call after [Session.Close].
+	ErrClosed = ports.Refused("workspace session is closed")
+)
+
+// Options configures a [Session].
+type Options struct {
+	// Root is the directory the session serves; required. It is opened once,
+	// by New, following symbolic links in the name itself; what it names
+	// later (a rename, a replaced link) does not change the session's root.
+	Root string
+
+	// Logger receives one debug record per tool call (tool, executionId,
+	// success, duration; never arguments or contents). Nil discards.
+	Logger *slog.Logger
+}
+
+// Session is the reference workspace session. It is safe for concurrent use.
+// Create it with [New] and release it with [Session.Close].
+type Session struct {
+	root *os.Root
+	log  *slog.Logger
+	gate gate
+	seq  atomic.Uint64 // execution ids
+
+	// turn runs one submitted turn; nil until a model backend exists. Tests
+	// set it (export_test.go) to exercise the one-turn-at-a-time rules.
+	turn func(ctx context.Context, prompt string, caller ports.Caller) (string, error)
+
+	// hooks are test seams; the zero value does nothing.
+	hooks hooks
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// hooks lets tests act at precise points of a call (no sleeps).
+type hooks struct {
+	// beforeOpen runs before search_text opens a directory or file (its
+	// slash-separated path relative to the root).
+	beforeOpen func(rel string)
+}
+
+// Interface guards.
+var _ ports.Session = (*Session)(nil)
+
+// New opens opts.Root and returns a session over it. It fails when Root is
+// empty or cannot be opened as a directory.
+func New(opts Options) (*Session, error) {
+	if opts.Root == "" {
+		return nil, errors.New("workspace: Root is required")
+	}
+	root, err := os.OpenRoot(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: open root: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Session{root: root, log: log}, nil
+}
+
+// Close refuses new calls with [ErrClosed] and closes the root. Calls in
+// flight fail their next file access. Close is safe to repeat; every call
+// returns the first call's result.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.gate.close()
+		s.closeErr = s.root.Close()
+	})
+	return s.closeErr
+}
+
+// RuntimeTools returns list_dir, read_file, search_text and write_file, in
+// that order, every time. The slice and the schemas are fresh copies.
+func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
+	out := make([]domain.Tool, len(toolSpecs))
+	for i, spec := range toolSpecs {
+		out[i] = domain.Tool{
+			Name:        spec.name,
+			Description: spec.description,
+			InputSchema: append(json.RawMessage(nil), spec.schema...),
+		}
+	}
+	return out, nil
+}
+
+// InvokeTool runs one runtime tool and returns its envelope. Tool failures
+// (bad arguments, file-system errors, caps, permission denied, cancellation of
+// ctx) are failed envelopes with a nil error; a name that is not a runtime
+// tool is a failed envelope "Unknown tool: <name>". The error is non-nil only
+// for a refusal: [ErrBusy] while a turn runs, [ErrClosed] after Close.
+func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
+	if err := s.gate.enterCall(); err != nil {
+		return domain.Envelope{}, err
+	}
+	if caller == nil {
+		caller = ports.ClosedCaller{}
+	}
+
+	start := time.Now()
+	id := fmt.Sprintf("exec-%d", s.seq.Add(1))
+	var (
+		result any
+		err    error
+	)
+	switch spec := lookupTool(name); {
+	case spec == nil:
+		err = errors.New(domain.UnknownToolMessage(name))
+	case ctx.Err() != nil:
+		err = cancelled(name)
+	default:
+		var args toolArgs
+		if args, err = parseArguments(name, spec.params, arguments); err == nil {
+			result, err = spec.run(s, ctx, args, caller)
+		}
+	}
+	env := domain.Envelope{Success: err == nil, ToolName: name, ExecutionID: id}
+	if err == nil {
+		env.Result, err = marshalResult(result)
+		env.Success = err == nil
+	}
+	if err != nil {
+		env.Error = err.Error()
+	}
+	ms := float64(time.Since(start)) / float64(time.Millisecond)
+	env.Duration = &ms
+	s.log.Debug("tool call", "tool", name, "executionId", id, "success", env.Success, "durationMs", ms)
+	return env, nil
+}
+
+// Submit refuses with [ErrNoModel]: this session has no model backend yet.
+// Once one exists, Submit runs one turn at a time: a submission made while a
+// turn runs is refused with [ErrBusy], and one whose ctx ended before its turn
+// started is refused too.
+func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+	if s.turn == nil {
+		return ports.TurnResult{}, ErrNoModel
+	}
+	if err := s.gate.enterTurn(); err != nil {
+		return ports.TurnResult{}, err
+	}
+	defer s.gate.exitTurn()
+	if ctx.Err() != nil {
+		return ports.TurnResult{}, ports.Refused("submission cancelled before its turn started")
+	}
+	if caller == nil {
+		caller = ports.ClosedCaller{}
+	}
+	response, err := s.turn(ctx, prompt, caller)
+	if err != nil {
+		return ports.TurnResult{}, err
+	}
+	return ports.TurnResult{Response: response}, nil
+}
+
+// gate enforces the busy rules: one turn at a time, no new call while a turn
+// runs, nothing after close. Tool calls need no count: they run beside each
+// other and beside a turn that started after them.
+type gate struct {
+	mu     sync.Mutex // guards the fields below
+	turn   bool       // a turn is running
+	closed bool
+}
+
+func (g *gate) enterCall() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return ErrClosed
+	case g.turn:
+		return ErrBusy
+	}
+	return nil
+}
+
+func (g *gate) enterTurn() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return ErrClosed
+	case g.turn:
+		return ErrBusy
+	}
+	g.turn = true
+	return nil
+}
+
+func (g *gate) exitTurn() {
+	g.mu.Lock()
+	g.turn = false
+	g.mu.Unlock()
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
