@@ -362,10 +362,17 @@ func cutUTF8(b []byte, max int) ([]byte, bool) {
 
 type writeResult struct {
 	Path    string `json:"path"`
-	Bytes   int    `json:"bytes"`
+	Bytes   int    `json:"bytes,omitempty"`
 	Created bool   `json:"created"`
-	SHA256  string `json:"sha256"` // hex
+	Kept    bool   `json:"kept,omitempty"`   // the existing file was kept, nothing written
+	SHA256  string `json:"sha256,omitempty"` // hex
 }
+
+// The choices write_file offers when its target exists.
+const (
+	OverwriteAnswer = "overwrite"
+	KeepAnswer      = "keep"
+)
 
 func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
 	p, err := pathArg(args, true)
@@ -429,6 +436,22 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	}
 	if ctx.Err() != nil {
 		return nil, cancelled("write_file")
+	}
+	if !created {
+		// An existing file: the one who approved the write also chooses
+		// whether it replaces the file (SPEC §6: an ask with choices).
+		ans := caller.Ask(ctx, domain.AskPrompt{
+			Question: "A file already exists at " + p.display + ". Overwrite it or keep it?",
+			Options:  []string{OverwriteAnswer, KeepAnswer},
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil, cancelled("write_file")
+		case ans.Answered && ans.Text == KeepAnswer:
+			return writeResult{Path: p.display, Kept: true}, nil
+		case !ans.Answered || ans.Text != OverwriteAnswer:
+			return nil, fmt.Errorf("%q was not overwritten: no answer whether to overwrite it or keep it", p.display)
+		}
 	}
 	if err := s.replace(p, parent, []byte(content), perm, created); err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ type writeResult struct {
 	Path    string `json:"path"`
 	Bytes   int    `json:"bytes"`
 	Created bool   `json:"created"`
+	Kept    bool   `json:"kept"`
 	SHA256  string `json:"sha256"`
 }
 
@@ -298,7 +299,7 @@ func TestWriteFile(t *testing.T) {
 	})
 
 	t.Run("replace keeps the mode", func(t *testing.T) {
-		rec := &porttest.Recorder{Allow: true}
+		rec := &porttest.Recorder{Allow: true, Answer: answer(workspace.OverwriteAnswer)}
 		var res writeResult
 		succeed(t, invoke(t, s, "write_file", `{"path":"old.txt","content":"replaced"}`, rec), &res)
 		if res.Created {
@@ -308,8 +309,26 @@ func TestWriteFile(t *testing.T) {
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("mode after replace = %v, %v; want 0600", st.Mode(), err)
 		}
-		if perms, _ := rec.Requests(); len(perms) != 1 || perms[0].Summary != "Replace a file of 11 bytes in the workspace" {
+		perms, asks := rec.Requests()
+		if len(perms) != 1 || perms[0].Summary != "Replace a file of 11 bytes in the workspace" {
 			t.Errorf("prompt = %+v", perms)
+		}
+		if len(asks) != 1 || fmt.Sprint(asks[0].Options) != "[overwrite keep]" || !strings.Contains(asks[0].Question, "old.txt") {
+			t.Errorf("asks = %+v, want the overwrite-or-keep choice", asks)
+		}
+	})
+
+	t.Run("keep or no answer leaves the file", func(t *testing.T) {
+		before, _ := os.ReadFile(filepath.Join(root, "old.txt"))
+		var res writeResult
+		succeed(t, invoke(t, s, "write_file", `{"path":"old.txt","content":"kept?"}`, &porttest.Recorder{Allow: true, Answer: answer(workspace.KeepAnswer)}), &res)
+		if !res.Kept || res.Bytes != 0 {
+			t.Errorf("keep: %+v", res)
+		}
+		fail(t, invoke(t, s, "write_file", `{"path":"old.txt","content":"kept?"}`, &porttest.Recorder{Allow: true}), `"old.txt" was not overwritten: no answer whether to overwrite it or keep it`)
+		fail(t, invoke(t, s, "write_file", `{"path":"old.txt","content":"kept?"}`, &porttest.Recorder{Allow: true, Answer: answer("delete")}), "")
+		if after, _ := os.ReadFile(filepath.Join(root, "old.txt")); string(after) != string(before) {
+			t.Errorf("old.txt changed from %q to %q", before, after)
 		}
 	})
 
@@ -390,3 +409,8 @@ func (c allowAfter) RequestPermission(context.Context, domain.PermissionPrompt) 
 }
 func (allowAfter) Ask(context.Context, domain.AskPrompt) domain.Answer { return domain.Answer{} }
 func (allowAfter) Progress(context.Context, float64, float64, string)  {}
+
+// answer returns a Recorder.Answer that picks text.
+func answer(text string) func(domain.AskPrompt) domain.Answer {
+	return func(domain.AskPrompt) domain.Answer { return domain.Answer{Text: text, Answered: true} }
+}

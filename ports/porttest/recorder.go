@@ -11,7 +11,7 @@ import (
 
 // Recorder is a [ports.Caller] for tests: it records every prompt and
 // progress report, answers permission prompts with Allow (deny by default)
-// and asks with a cancel, and can hold a call at a prompt or a progress report
+// and asks with Answer (a cancel by default), and can hold a call at a prompt or a progress report
 // through its hooks. Set the exported fields before handing it to a call.
 //
 // Once the test marks its call finished ([Recorder.Finish]), the Recorder
@@ -32,6 +32,9 @@ type Recorder struct {
 	// OnProgress, when set, runs inside Progress; blocking in it holds the
 	// call there.
 	OnProgress func(ctx context.Context)
+
+	// Answer, when set, answers asks; nil cancels every ask.
+	Answer func(p domain.AskPrompt) domain.Answer
 
 	mu       sync.Mutex // guards the fields below
 	perms    []domain.PermissionPrompt
@@ -59,8 +62,10 @@ func (c *Recorder) RequestPermission(ctx context.Context, p domain.PermissionPro
 
 // Ask records p and answers cancelled.
 func (c *Recorder) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
-	c.record(func() { c.asks = append(c.asks, p) }, fmt.Sprintf("Ask(%+v)", p))
-	return domain.Answer{}
+	if !c.record(func() { c.asks = append(c.asks, p) }, fmt.Sprintf("Ask(%+v)", p)) || c.Answer == nil || ctx.Err() != nil {
+		return domain.Answer{}
+	}
+	return c.Answer(p)
 }
 
 // Progress records progress and runs OnProgress.
