@@ -25,7 +25,9 @@ import (
 //
 // Submit answers "echo: <prompt>", except the prompts "refuse" (a refused
 // error), "fail" (a failure inside the turn, with a second line that must
-// never reach a client) and "slow" (blocks like the slow tool).
+// never reach a client), "slow" (blocks like the slow tool) and
+// "background" (a background agent "indexer" asks permission through the
+// running turn's Caller; the answer says whether it was allowed).
 type Session struct {
 	mu      sync.Mutex
 	tools   []domain.Tool
@@ -141,6 +143,12 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 			return ports.TurnResult{}, errors.New("cancelled")
 		case <-s.release:
 		}
+	case "background":
+		d := caller.RequestPermission(ctx, domain.PermissionPrompt{Tool: "echo", Summary: "index the workspace", Agent: "indexer"})
+		if d == domain.AllowOnce {
+			return ports.TurnResult{Response: "the background agent was allowed"}, nil
+		}
+		return ports.TurnResult{Response: "the background agent was denied"}, nil
 	}
 	return ports.TurnResult{Response: "echo: " + strings.TrimSpace(prompt)}, nil
 }
