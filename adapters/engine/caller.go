@@ -90,7 +90,7 @@ func (c *callCaller) Progress(ctx context.Context, progress, total float64, mess
 	if total < 0 {
 		total = 0
 	}
-	b, err := json.Marshal(notification{JSONRPC: "2.0", Method: "notifications/progress",
+	b, err := domain.MarshalJSON(notification{JSONRPC: "2.0", Method: "notifications/progress",
 		Params: progressParams{ProgressToken: c.token, Progress: progress, Total: total, Message: message}})
 	if err != nil {
 		return

@@ -73,6 +73,8 @@ type Engine struct {
 	rounds *domain.Rounds[*parked]
 	// roundLifetime bounds a legacy elicitation's wait as well.
 	roundLifetime time.Duration
+	// parkedCalls counts the goroutines of calls running under rounds.
+	parkedCalls sync.WaitGroup
 }
 
 type serverInfo struct {
@@ -155,6 +157,11 @@ func (e *Engine) Shutdown() {
 		}
 	})
 }
+
+// Wait blocks until every call the engine runs on goroutines of its own
+// (calls under input-required rounds) has returned, or ctx ends, then
+// returns ctx's error. Call it after Shutdown, which makes them end.
+func (e *Engine) Wait(ctx context.Context) error { return waitGroup(ctx, &e.parkedCalls) }
 
 // AskClient reports whether prompts may reach clients.
 func (e *Engine) AskClient() bool { return e.rounds != nil }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"github.com/agentmcp/agentmcp/domain"
 )
 
 // Reply is the engine's answer to one stateless exchange (an HTTP POST
@@ -19,7 +21,8 @@ type ExchangeOptions struct {
 	Headers *Headers
 	// Notify sends a notification related to this request (progress)
 	// before the reply; nil drops them. The carrier decides the framing
-	// (Streamable HTTP switches to SSE).
+	// (Streamable HTTP switches to SSE). Notify may block (back-pressure
+	// from a slow client) but must return once ctx ends.
 	Notify func(msg []byte)
 	// MaxBatch bounds a 2025-03-26 batch; default 16.
 	MaxBatch int
@@ -95,7 +98,7 @@ func (e *Engine) exchangeBatch(ctx context.Context, body []byte, opts ExchangeOp
 	if len(arr) == 0 {
 		return Reply{Status: 202}
 	}
-	b, _ := json.Marshal(arr)
+	b, _ := domain.MarshalJSON(arr)
 	return Reply{200, b}
 }
 
@@ -147,7 +150,7 @@ func (e *Engine) exchangeOne(ctx context.Context, frame []byte, opts ExchangeOpt
 			return 200, encodeResponse(in.id, emptyResult{}, nil)
 		case "tools/list", "tools/call":
 		default:
-			return 200, errorFrame(in.id, newError(CodeMethodNotFound, "Method not found: "+in.method))
+			return 200, errorFrame(in.id, methodNotFound(in.method))
 		}
 	}
 	notify := opts.Notify

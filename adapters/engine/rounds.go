@@ -231,7 +231,9 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 func (e *Engine) startParked(name string, args json.RawMessage) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
 	pc := &parkedCall{ctx: ctx, cancel: cancel, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	e.parkedCalls.Add(1)
 	go func() {
+		defer e.parkedCalls.Done()
 		defer close(pc.done)
 		defer cancel(nil)
 		result, rerr := e.runTool(&call{ctx: ctx, caller: roundCaller{pc}}, name, args)

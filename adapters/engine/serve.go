@@ -106,7 +106,7 @@ func validateModern(in *inbound, h *Headers) (*Error, int) {
 	case "server/discover", "tools/list", "tools/call":
 		return nil, 0
 	}
-	return newError(CodeMethodNotFound, "Method not found: "+in.method), 404
+	return methodNotFound(in.method), 404
 }
 
 // checkHeaders compares MCP-Protocol-Version, Mcp-Method and (tools/call)
@@ -223,7 +223,7 @@ func (e *Engine) dispatch(c *call, in *inbound) (any, *Error) {
 	case "tools/call":
 		return e.callTool(c, in)
 	}
-	return nil, newError(CodeMethodNotFound, "Method not found: "+in.method)
+	return nil, methodNotFound(in.method)
 }
 
 func (e *Engine) listTools(ctx context.Context, in *inbound) (any, *Error) {

@@ -202,7 +202,7 @@ func (b *batch) deliver(i int, resp []byte) {
 	if len(out) == 0 {
 		return // notifications only: no output
 	}
-	arr, _ := json.Marshal(out)
+	arr, _ := domain.MarshalJSON(out)
 	b.s.write(arr)
 }
 
@@ -236,6 +236,12 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 		deliver(nil)
 		return
 	}
+	if s.isInFlight(m.id) {
+		// SPEC §4: a request reusing an id still in flight gets -32600, the
+		// first is untouched — whatever its method.
+		deliver(errorFrame(m.id, newError(CodeInvalidRequest, "Invalid Request: id is already in flight")))
+		return
+	}
 	in, perr := parseParams(m)
 	if perr != nil {
 		deliver(errorFrame(m.id, perr))
@@ -265,11 +271,8 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 			deliver(encodeResponse(in.id, emptyResult{}, nil))
 			return
 		case "tools/list", "tools/call":
-		case "":
-			deliver(errorFrame(in.id, newError(CodeMethodNotFound, "Method not found: empty method")))
-			return
 		default:
-			deliver(errorFrame(in.id, newError(CodeMethodNotFound, "Method not found: "+in.method)))
+			deliver(errorFrame(in.id, methodNotFound(in.method)))
 			return
 		}
 	}
@@ -277,17 +280,17 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 }
 
 func (s *Stream) initialize(in *inbound) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version != "" {
+		return errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: already initialized"))
+	}
 	if in.params == nil {
 		return errorFrame(in.id, newError(CodeInvalidParams, "Invalid params: initialize needs params"))
 	}
 	version, verr := negotiate(in.params)
 	if verr != nil {
 		return errorFrame(in.id, verr)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.version != "" {
-		return errorFrame(in.id, newError(CodeInvalidRequest, "Invalid Request: already initialized"))
 	}
 	s.version = version
 	// elicitation/create exists from 2025-06-18 (SPEC §6's table).
@@ -406,17 +409,16 @@ func (e *Engine) refusal(in *inbound, msg string) []byte {
 }
 
 // Drain handles the end of input (SPEC §3 "Ending"): no new requests are
-// admitted; requests in flight may finish and write until ctx ends; then the
-// rest are stopped as by [Stream.Stop] with stopCtx.
-func (s *Stream) Drain(ctx, stopCtx context.Context) error {
+// admitted, prompts waiting for the client settle closed (it can answer
+// nothing more), and requests in flight may finish and write until ctx ends.
+// It returns ctx's error if some are still running then; the carrier stops
+// them with [Stream.Stop].
+func (s *Stream) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	s.endOnce.Do(func() { close(s.inputEnd) })
-	if waitGroup(ctx, &s.wg) == nil {
-		return nil
-	}
-	return s.Stop(stopCtx)
+	return waitGroup(ctx, &s.wg)
 }
 
 // Stop cancels every request in flight as shutting down (a tools/call still
@@ -428,6 +430,12 @@ func (s *Stream) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel(ErrShuttingDown)
 	return waitGroup(ctx, &s.wg)
+}
+
+func (s *Stream) isInFlight(id ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight[id.Key()] != nil
 }
 
 // InFlight reports how many requests are being served.
@@ -496,7 +504,7 @@ func (s *Stream) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 	if version == "2025-06-18" {
 		params.Mode = "" // that revision has form mode only, unnamed
 	}
-	req, _ := json.Marshal(elicitRequest{JSONRPC: "2.0", ID: id, Method: "elicitation/create", Params: params})
+	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: id, Method: "elicitation/create", Params: params})
 	s.write(req)
 
 	timer := time.NewTimer(s.e.roundLifetime)
@@ -517,7 +525,7 @@ func (s *Stream) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 	s.mu.Lock()
 	delete(s.pending, key)
 	s.mu.Unlock()
-	note, _ := json.Marshal(notification{JSONRPC: "2.0", Method: "notifications/cancelled",
+	note, _ := domain.MarshalJSON(notification{JSONRPC: "2.0", Method: "notifications/cancelled",
 		Params: cancelledParams{RequestID: id, Reason: reason}})
 	s.write(note)
 	return nil

@@ -97,8 +97,9 @@ func (m *message) isResponse() bool     { return !m.hasMth && m.hasID && (m.resu
 var errDuplicate = errors.New("duplicate member")
 
 // objectMembers walks a JSON object and calls fn for each member with its
-// exact (case-sensitive) name and raw value. A duplicate name is an error.
-// obj must be valid JSON.
+// exact (case-sensitive) name and raw value. A duplicate name is reported as
+// errDuplicate once the whole object has been walked (fn saw every member,
+// the later duplicate last). obj must be valid JSON.
 func objectMembers(obj []byte, fn func(name string, value json.RawMessage) error) error {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
@@ -110,6 +111,7 @@ func objectMembers(obj []byte, fn func(name string, value json.RawMessage) error
 		return errors.New("not an object")
 	}
 	seen := make(map[string]struct{}, 8)
+	duplicate := false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -117,7 +119,7 @@ func objectMembers(obj []byte, fn func(name string, value json.RawMessage) error
 		}
 		name, _ := tok.(string)
 		if _, dup := seen[name]; dup {
-			return errDuplicate
+			duplicate = true // walk on: the id and method may still be recovered
 		}
 		seen[name] = struct{}{}
 		var v json.RawMessage
@@ -127,6 +129,9 @@ func objectMembers(obj []byte, fn func(name string, value json.RawMessage) error
 		if err := fn(name, v); err != nil {
 			return err
 		}
+	}
+	if duplicate {
+		return errDuplicate
 	}
 	return nil
 }
@@ -231,13 +236,43 @@ func encodeResponse(id ID, result any, rerr *Error) []byte {
 	b, err := domain.MarshalJSON(r)
 	if err != nil {
 		// Only a session-supplied value can fail to marshal; answer internally.
-		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: id.raw, Error: newError(CodeInternalError, "Internal error: result could not be encoded")})
+		b, _ = domain.MarshalJSON(response{JSONRPC: "2.0", ID: id.raw, Error: newError(CodeInternalError, "Internal error: result could not be encoded")})
 	}
 	return b
 }
 
 // errorFrame encodes an error answer with the given id (zero ID: no id).
 func errorFrame(id ID, e *Error) []byte { return encodeResponse(id, nil, e) }
+
+// ErrorResponse encodes a JSON-RPC error response without an id, for
+// carriers that refuse a body before the engine sees it (Streamable HTTP's
+// 415, 406 and broken bodies). MCP 2025-11-25+: an id that cannot be read is
+// omitted, never null.
+func ErrorResponse(code int, message string) []byte {
+	return errorFrame(ID{}, newError(code, message))
+}
+
+// BatchLen reports the number of elements of body when it is a JSON array
+// (a 2025-03-26 batch), so a carrier can count each as in flight before
+// calling Exchange. ok is false when body is not a JSON array.
+func BatchLen(body []byte) (n int, ok bool) {
+	if firstByte(body) != '[' {
+		return 0, false
+	}
+	elems, err := splitArray(body)
+	if err != nil {
+		return 0, false
+	}
+	return len(elems), true
+}
+
+// methodNotFound is the one -32601 of every path.
+func methodNotFound(method string) *Error {
+	if method == "" {
+		return newError(CodeMethodNotFound, "Method not found: empty method")
+	}
+	return newError(CodeMethodNotFound, "Method not found: "+method)
+}
 
 // trimLine strips a trailing CR so CRLF-framed clients work.
 func trimLine(line []byte) []byte {

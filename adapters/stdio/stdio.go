@@ -329,17 +329,18 @@ func (t *Transport) finish(r *run, readErr error) {
 		return
 	default:
 	}
+	// Calls already read keep running and writing for DrainTimeout: nothing
+	// new can arrive after the end of input. Then the rest are stopped like
+	// at Stop (they still answer "server is shutting down"), with a grace of
+	// their own so their answers are written before Wait returns.
 	drain, cancel := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
 	defer cancel()
-	stop, cancelStop := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
-	defer cancelStop()
-	// Calls already read keep running: nothing new can arrive after the end
-	// of input, so the engine is shut down (parked rounds settled) only
-	// once the stream has drained.
-	if err := r.stream.Drain(drain, stop); err != nil {
-		t.logger.Warn("stdio: calls still running after the end of input")
+	if r.stream.Drain(drain) != nil {
+		t.shutdown(r)
+	} else {
+		r.eng.Shutdown()
+		t.waitParked(r)
 	}
-	r.eng.Shutdown()
 	t.mu.Lock()
 	if t.run == r {
 		t.state, t.session = stopped, nil
@@ -362,11 +363,24 @@ func (t *Transport) shutdown(r *run) {
 			t.logger.Warn("stdio: calls still running at stop")
 		}
 	}
+	if err := r.eng.Wait(ctx); err != nil {
+		t.logger.Warn("stdio: parked calls still running at stop")
+	}
 	t.mu.Lock()
 	if t.run == r {
 		t.state, t.session = stopped, nil
 	}
 	t.mu.Unlock()
+}
+
+// waitParked waits (bounded) for calls the engine parked in input-required
+// rounds, which Shutdown has just ended.
+func (t *Transport) waitParked(r *run) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
+	defer cancel()
+	if err := r.eng.Wait(ctx); err != nil {
+		t.logger.Warn("stdio: parked calls still running after the end of input")
+	}
 }
 
 // Wait blocks until the current run ends: nil when the client closed the
