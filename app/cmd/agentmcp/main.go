@@ -1,6 +1,11 @@
 // Command agentmcp serves an agent session as an MCP server.
 //
-//	agentmcp serve stdio [--root DIR] [--submit-name NAME] [--submit-description TEXT]
+//	agentmcp serve stdio  [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
+//	agentmcp serve http   [--root DIR] [--port N] [--token-file PATH] [--ask-client]
+//	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
+//	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--ask-client]
+//
+// See app.Main for exit codes and the README for client configuration.
 package main
 
 import (

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/adapters/workspace"
+)
+
+// serveHTTP runs "agentmcp serve http [--root DIR] [--port N] [--token-file
+// PATH]": the reference workspace session over the loopback Streamable HTTP
+// host (SPEC §5.2).
+//
+// Order of events: the token file is created (exclusively, mode 0600) before
+// anything is bound, so an existing file fails start-up without side
+// effects; the host validates the catalog and listens; the token is written
+// to the file; then the URL is printed on stdout, alone on its line — a
+// script that waits for that line can read the token file at once. The
+// token itself is never printed or logged. Without --token-file the file is
+// a new one in $XDG_RUNTIME_DIR (when set and absolute) or os.TempDir(), and
+// its path is printed on stderr. At exit the file is removed if it is still
+// the file this process created (not if it was replaced meanwhile).
+//
+// SIGINT or SIGTERM (ctx) stop the host: calls in flight are cancelled and
+// answered "server is shutting down"; exit code 0. A failure exits 1, a usage
+// error 2.
+func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentmcp serve http", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("root", ".", "directory the reference session serves")
+	port := fs.Int("port", 0, "TCP port on 127.0.0.1; 0 picks a free one")
+	tokenPath := fs.String("token-file", "", "file to create (exclusively, mode 0600) for the bearer token;\n"+
+		"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
+	askClient := fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentmcp: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *port < 0 || *port > 65535 {
+		fmt.Fprintf(stderr, "agentmcp: --port must be within 0..65535\n")
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	session, err := workspace.New(workspace.Options{Root: *root, Logger: logger})
+	if err != nil {
+		logger.Error("cannot open the workspace", "err", err)
+		return 1
+	}
+	defer session.Close()
+	host, err := httploopback.New(httploopback.Options{
+		Name: "agentmcp", Version: Version, Session: session, Port: *port, Logger: logger,
+		AskClient: *askClient,
+	})
+	if err != nil {
+		logger.Error("cannot serve http", "err", err)
+		return 1
+	}
+
+	tf, err := createTokenFile(*tokenPath)
+	if err != nil {
+		logger.Error("cannot create the token file", "err", err)
+		return 1
+	}
+	defer tf.remove(logger)
+	if *tokenPath == "" {
+		fmt.Fprintf(stderr, "agentmcp: bearer token file: %s\n", tf.path)
+	}
+
+	ep, err := host.Start(ctx)
+	if err != nil {
+		if errors.Is(err, httploopback.ErrStopped) || ctx.Err() != nil {
+			return 0
+		}
+		logger.Error("start failed", "err", err)
+		return 1
+	}
+	stop := func() {
+		// Stop itself returns within 5 s; the margin only guards against
+		// a Stop that would not.
+		stopCtx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+		defer cancel()
+		if err := host.Stop(stopCtx); err != nil {
+			logger.Warn("stop did not finish cleanly", "err", err)
+		}
+	}
+	if err := tf.write(ep.Token); err != nil {
+		logger.Error("cannot write the token file", "err", err)
+		stop()
+		return 1
+	}
+	fmt.Fprintln(stdout, ep.URL)
+	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *root)
+
+	done := make(chan error, 1)
+	go func() { done <- host.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("http host failed", "err", err)
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+		stop()
+		return 0
+	}
+}
+
+// tokenFile is the file this process created for the token. It stays open
+// until remove: while it is open its inode cannot be reused, so a file put
+// in its place is never mistaken for it.
+type tokenFile struct {
+	path string
+	f    *os.File
+}
+
+// createTokenFile creates path exclusively with mode 0600, or, when path is
+// "", a new file in the user's runtime directory or os.TempDir().
+func createTokenFile(path string) (*tokenFile, error) {
+	var f *os.File
+	var err error
+	if path == "" {
+		dir := os.Getenv("XDG_RUNTIME_DIR")
+		if dir == "" || !filepath.IsAbs(dir) {
+			dir = os.TempDir()
+		}
+		f, err = os.CreateTemp(dir, "agentmcp-token-*") // O_EXCL, mode 0600
+	} else {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tokenFile{path: f.Name(), f: f}, nil
+}
+
+func (t *tokenFile) write(token string) error {
+	if _, err := io.WriteString(t.f, token); err != nil {
+		return err
+	}
+	return t.f.Sync()
+}
+
+// remove deletes the file if path still names the file created (the same
+// file, compared by os.SameFile); a file put in its place meanwhile is left
+// alone.
+func (t *tokenFile) remove(logger *slog.Logger) {
+	defer t.f.Close()
+	mine, err := t.f.Stat()
+	if err != nil {
+		logger.Warn("cannot check the token file; not removing it", "path", t.path, "err", err)
+		return
+	}
+	now, err := os.Lstat(t.path)
+	if err != nil || !os.SameFile(now, mine) {
+		logger.Info("token file replaced or gone; not removing it", "path", t.path)
+		return
+	}
+	t.f.Close() // before removing: some systems cannot remove an open file
+	if err := os.Remove(t.path); err != nil {
+		logger.Warn("cannot remove the token file", "path", t.path, "err", err)
+	}
+}
