@@ -32,9 +32,9 @@ func (s boundedSession) InvokeTool(ctx context.Context, name string, args json.R
 // FuzzDecode feeds arbitrary bytes to a stream, one frame per line (so a
 // sequence can initialize, then send a batch, then cancel). Handle must never
 // panic or block; every write must be exactly one compact JSON-RPC message or
-// batch answer; every id written must be one the input carried, byte for
-// byte; and once Stop has returned (it must, promptly) nothing more is
-// written.
+// batch answer; every id (and progressToken) written must be one the input
+// carried, byte for byte; and once Stop has returned (it must, promptly)
+// nothing more is written.
 func FuzzDecode(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
@@ -88,9 +88,8 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// writtenIDs returns the ids (raw) of the messages in a frame. (The
-// progressToken of notifications/progress is not checked byte for byte: SPEC
-// §4 asks that of ids only, and the engine re-encodes tokens.)
+// writtenIDs returns the ids (raw) of the messages in a frame, and the
+// progressTokens its notifications echo.
 func writtenIDs(b []byte) []json.RawMessage {
 	var msgs []map[string]json.RawMessage
 	if b[0] == '[' {
@@ -104,6 +103,13 @@ func writtenIDs(b []byte) []json.RawMessage {
 	for _, m := range msgs {
 		if id, ok := m["id"]; ok {
 			ids = append(ids, id)
+		}
+		// notifications/progress echoes the request's progressToken.
+		var p struct {
+			Token json.RawMessage `json:"progressToken"`
+		}
+		if raw, ok := m["params"]; ok && json.Unmarshal(raw, &p) == nil && p.Token != nil {
+			ids = append(ids, p.Token)
 		}
 	}
 	return ids

@@ -1,0 +1,238 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// classify returns a message's matching key: "id:<id text>" for a response,
+// "req:<id text>" for a server-to-client request (with its method), "" for a
+// message without an id (an error without id, a notification, a batch).
+func classify(m []byte) (key, method string) {
+	m = bytes.TrimSpace(m)
+	if len(m) == 0 || m[0] != '{' {
+		return "", ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(m, &obj) != nil {
+		return "", ""
+	}
+	raw, ok := obj["id"]
+	if !ok {
+		return "", ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return "", ""
+	}
+	if mraw, ok := obj["method"]; ok {
+		_ = json.Unmarshal(mraw, &method)
+		return "req:" + b.String(), method
+	}
+	return "id:" + b.String(), ""
+}
+
+// decode decodes a message with numbers kept as written and the ignore
+// paths removed.
+func decode(m []byte, ignore []string) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(m))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	for _, p := range ignore {
+		v = remove(v, strings.Split(p, "."))
+	}
+	return v, nil
+}
+
+func remove(v any, path []string) any {
+	if len(path) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if path[0] == "*" {
+			for k, e := range x {
+				if len(path) == 1 {
+					delete(x, k)
+				} else {
+					x[k] = remove(e, path[1:])
+				}
+			}
+			return x
+		}
+		e, ok := x[path[0]]
+		if !ok {
+			return x
+		}
+		if len(path) == 1 {
+			delete(x, path[0])
+		} else {
+			x[path[0]] = remove(e, path[1:])
+		}
+	case []any:
+		if path[0] == "*" {
+			for i, e := range x {
+				x[i] = remove(e, path[1:])
+			}
+		}
+	}
+	return v
+}
+
+// Compare checks a run's result against f's server section and returns the
+// problems found, none when it matches (see the package doc, "Matching").
+func Compare(f *File, res Result) []string {
+	var problems []string
+	for _, m := range res.Messages {
+		if err := CheckServerFrame(m); err != nil {
+			problems = append(problems, fmt.Sprintf("the server wrote something that is not one compact JSON-RPC message (%v): %q", err, truncate(m, 200)))
+		}
+	}
+	if len(problems) > 0 {
+		return problems
+	}
+
+	type group struct{ want, got [][]byte }
+	groups := map[string]*group{}
+	var order []string
+	get := func(k string) *group {
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+			order = append(order, k)
+		}
+		return g
+	}
+	for _, m := range f.Server {
+		k, _ := classify(m)
+		get(k).want = append(get(k).want, m)
+	}
+	for _, m := range res.Messages {
+		k, _ := classify(m)
+		get(k).got = append(get(k).got, m)
+	}
+	for _, k := range order {
+		g := groups[k]
+		what := "without an id"
+		switch {
+		case strings.HasPrefix(k, "id:"):
+			what = "with id " + strings.TrimPrefix(k, "id:")
+		case strings.HasPrefix(k, "req:"):
+			what = "request with id " + strings.TrimPrefix(k, "req:")
+		}
+		for i := range max(len(g.want), len(g.got)) {
+			switch {
+			case i >= len(g.got):
+				problems = append(problems, fmt.Sprintf("missing message %s (#%d of them): want %s", what, i+1, truncate(g.want[i], 400)))
+			case i >= len(g.want):
+				problems = append(problems, fmt.Sprintf("unexpected message %s (#%d of them): got %s", what, i+1, truncate(g.got[i], 400)))
+			default:
+				want, werr := decode(g.want[i], f.Ignore)
+				got, gerr := decode(g.got[i], f.Ignore)
+				if werr != nil || gerr != nil {
+					problems = append(problems, fmt.Sprintf("message %s: cannot decode: %v %v", what, werr, gerr))
+					continue
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					problems = append(problems, fmt.Sprintf("message %s (#%d of them) differs (-want +got):\n%s", what, i+1, d))
+				}
+			}
+		}
+	}
+	for _, id := range f.Absent {
+		for _, m := range res.Messages {
+			if k, _ := classify(m); k == "id:"+id {
+				problems = append(problems, fmt.Sprintf("a message for id %s, which must never be answered: %s", id, truncate(m, 400)))
+			}
+		}
+	}
+	if f.HasCalls && !slices.Equal(f.Calls, res.Calls) {
+		problems = append(problems, fmt.Sprintf("the session's calls: got %v, want %v", res.Calls, f.Calls))
+	}
+	return problems
+}
+
+// UpdateOrder orders a run's messages for -update: arrival order, except
+// that each run of consecutive messages with an id is sorted (stably) by the
+// client step that first sent that id.
+func UpdateOrder(f *File, msgs [][]byte) []json.RawMessage {
+	rank := clientIDOrder(f)
+	r := func(m []byte) int {
+		k, _ := classify(m)
+		if i, ok := rank[strings.TrimPrefix(k, "id:")]; ok && strings.HasPrefix(k, "id:") {
+			return i
+		}
+		return len(rank) + 1
+	}
+	out := make([]json.RawMessage, 0, len(msgs))
+	for i := 0; i < len(msgs); {
+		if k, _ := classify(msgs[i]); k == "" {
+			out = append(out, msgs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(msgs) {
+			if k, _ := classify(msgs[j]); k == "" {
+				break
+			}
+			j++
+		}
+		run := slices.Clone(msgs[i:j])
+		slices.SortStableFunc(run, func(a, b []byte) int { return r(a) - r(b) })
+		for _, m := range run {
+			out = append(out, m)
+		}
+		i = j
+	}
+	return out
+}
+
+// clientIDOrder maps each id the client sent (compact JSON text) to the
+// index of the first step that sent it.
+func clientIDOrder(f *File) map[string]int {
+	rank := map[string]int{}
+	note := func(raw json.RawMessage, i int) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return
+		}
+		if id, ok := obj["id"]; ok {
+			var b bytes.Buffer
+			if json.Compact(&b, id) == nil {
+				if _, seen := rank[b.String()]; !seen {
+					rank[b.String()] = i
+				}
+			}
+		}
+	}
+	for i, st := range f.Steps {
+		if st.Kind != "send" {
+			continue
+		}
+		d := bytes.TrimSpace(st.Data)
+		if !json.Valid(d) || len(d) == 0 {
+			continue
+		}
+		if d[0] == '[' {
+			var elems []json.RawMessage
+			if json.Unmarshal(d, &elems) == nil {
+				for _, e := range elems {
+					note(e, i)
+				}
+			}
+			continue
+		}
+		note(d, i)
+	}
+	return rank
+}

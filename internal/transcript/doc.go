@@ -1,0 +1,122 @@
+// Package transcript replays recorded MCP exchanges against a carrier and
+// compares what the server wrote with what the transcript expects. The
+// transcripts live in testdata/transcripts/ at the module root; every carrier
+// runs the same files through its own [Carrier] binding.
+//
+// # Format
+//
+// A transcript is a small txtar-like text file:
+//
+//	Prose saying what the transcript pins and why.
+//	rows: spec3-unknown-tool K5
+//	-- client --
+//	{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+//	#wait 1
+//	-- server --
+//	{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}
+//
+// Everything before the first section marker is the comment. Within it these
+// header lines have a meaning (one key per line, values separated by spaces,
+// a key may repeat):
+//
+//	rows: ID...       the SPEC rows and wire cases (K1…) the transcript pins;
+//	                  a test checks every row of the coverage table has one
+//	ignore: PATH...   members removed from every message, expected and actual,
+//	                  before comparing: dot-separated member names, "*" for
+//	                  every array element (e.g. result._meta, error.data)
+//	carriers: NAME... only these carriers run it (default: all)
+//	bug: TEXT         a known server bug this transcript catches; a failure
+//	                  message quotes it (see internal/transcript/BUGS.md)
+//
+// A section starts with a line "-- NAME --". Exactly two sections exist,
+// "client" then "server"; unknown or repeated sections are errors.
+//
+// # The client section
+//
+// Steps, in order. A line that does not start with '#' is sent verbatim
+// followed by "\n" (it need not be JSON: "hello" is sent as is). Blank lines
+// are skipped, so that a transcript can breathe; a line starting with "# "
+// (or a lone "#") is a comment. Every other line starting with '#' is a
+// directive:
+//
+//	#raw "GO-STRING"        send exactly these bytes (strconv.Quote syntax, no
+//	                        newline added): empty lines, CRLF, a line starting
+//	                        with '#', bytes without a newline
+//	#fill SIZE CHAR         send SIZE bytes of CHAR then "\n", generated, never
+//	                        stored; SIZE is N, NKiB or NMiB with an optional
+//	                        +N or -N (e.g. 64MiB, 4MiB+1)
+//	#repeat N LINE          the step LINE N times; "{{n}}" in it becomes 1…N
+//	#wait ID                wait until one more server message with this id
+//	                        (its JSON text, e.g. 7 or "a") has arrived than
+//	                        earlier #wait ID steps consumed
+//	#wait-idless            the same for messages without an id (errors
+//	                        without id, notifications, batch arrays)
+//	#wait-started NAME [N]  wait until the session has started N more calls
+//	                        (default 1) of tool NAME ("submit" for Submit)
+//	#wait-ended NAME [N]    wait until N more calls of NAME have returned
+//	#release                end every blocked slow call successfully (once)
+//	#set-tools JSON         replace the session's runtime catalog (a JSON array
+//	                        of {name, description, inputSchema})
+//	#answer METHOD JSON     wait for a server-to-client request METHOD not yet
+//	                        answered and send {"jsonrpc":"2.0","id":<its id>,
+//	                        "result":JSON}
+//	#close                  close the client's output (stdin on stdio); it is
+//	                        also closed after the last step
+//
+// # The server section
+//
+// The messages the server must write, as JSON texts (one per line when
+// written by -update, but any layout decodes), plus directives:
+//
+//	#absent ID     no message with this id may be written, ever (cancellation)
+//	#calls NAME... the session received exactly these calls, in any order
+//	               ("#calls" alone: none); "submit" stands for Submit
+//	# text         a comment
+//
+// # Matching
+//
+// After the client section the client's output is closed and the runner
+// waits for the server to end (Wait must return nil) and for its output to
+// end. Then:
+//
+//   - every server message must be one compact JSON-RPC message or batch
+//     answer ([CheckServerFrame]; on stdio: one per line, nothing else);
+//   - messages with an id are matched by id, in any order; messages sharing an
+//     id keep their relative order. Ids are compared by their JSON text, so an
+//     id must be echoed byte for byte (1 is not 1.0, "a" is not "\u0061");
+//   - messages without an id (errors without id, notifications, batch
+//     arrays) are matched in order relative to each other;
+//   - each pair is compared as JSON values with [cmp.Diff] (numbers by their
+//     text), after removing the ignore paths; a missing or extra message fails.
+//
+// # Updating
+//
+// go test ./internal/transcript/ -update rewrites the server section of each
+// transcript whose output differs: #absent lines are kept, messages follow in
+// arrival order except that each run of consecutive messages with ids is
+// sorted by the client step that sent the id, so concurrent answers do not
+// churn, and a #calls line present before is refreshed. Transcripts that pass
+// are not rewritten, and neither are transcripts with a bug: header: they
+// hold the SPEC's answer, not the server's.
+//
+// # Session and carriers
+//
+// Every transcript runs against a fresh internal/fake session (tools echo,
+// fail, boom, slow, progress, write; prompts "refuse", "fail", "slow"),
+// named agentmcp-test 1.2.3 by the stdio binding. A carrier is bound by
+// implementing [Carrier]; the stdio binding (a real stdio.Transport over
+// io.Pipes) is in stdio_test.go, which also owns the -update flag:
+//
+//	go test ./internal/transcript/ -run TestTranscriptsStdio [-update]
+//
+// # Synchronisation
+//
+// The runner never sleeps: it waits for the session's Started channel, for
+// calls to return and for responses. Each transcript is bounded by a timeout
+// that only guards against a hang. A carrier binding may run each transcript
+// in a testing/synctest bubble ([Options.Bubble]): time is then fake (the
+// 5 s drain at the end of input passes at once when everything is blocked),
+// and the bubble's end proves that no goroutine outlived the server.
+//
+// [cmp.Diff]: https://pkg.go.dev/github.com/google/go-cmp/cmp#Diff
+package transcript

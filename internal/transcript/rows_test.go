@@ -1,0 +1,145 @@
+package transcript_test
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentmcp/agentmcp/internal/transcript"
+)
+
+// specRows lists every SPEC row (§1–§4, as they apply to stdio) and every
+// stdio wire case of cases/wire-cases.md that a transcript must pin, with the
+// SPEC text it stands for. TestRowCoverage fails when a row has no
+// transcript whose rows: header names it, or a header names an unknown row.
+//
+// Left out on purpose, because they cannot be exercised over stdio: the HTTP
+// statuses and headers of §4 (-32020 header mismatch, 202/400/404/405/406/
+// 413/415/503, SSE, the 16-element HTTP batch bound) and K6, K8, K9; and
+// the 500-byte cut of §1 (the fake session has no long error; domain's
+// ClientMessage tests cover it).
+var specRows = []struct{ id, text string }{
+	// §1 the session port, as seen on the wire.
+	{"spec1-progress", "Progress(ctx, progress, total, message) → sends notifications/progress when the request carried a progressToken; otherwise does nothing."},
+	{"spec1-closed-caller", "A closed Caller (AskClient off …) answers deny / cancelled at once, so the session's own wrapper produces its visible tool error."},
+	{"spec1-error-first-line", "Error messages are client-visible: the transport sends only their first line, at most 500 bytes."},
+
+	// §2 what the server exposes.
+	{"spec2-capabilities", "Capabilities: exactly {\"tools\":{}}."},
+	{"spec2-unadvertised-methods", "prompts/list, resources/list and every other unknown method get -32601."},
+	{"spec2-tools-list", "tools/list: the runtime tools in the session's order, each exactly {name, description, inputSchema} (never an outputSchema), then the submission tool last."},
+	{"spec2-cursor", "One page, no nextCursor; any cursor → -32602."},
+	{"spec2-submit-tool", "Submission tool: default name agent_submit, description \"Submit a prompt to the agent and await its turn\", input schema exactly {\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\",\"minLength\":1}},\"required\":[\"prompt\"],\"additionalProperties\":false}."},
+	{"spec2-catalog-invalid-name", "every runtime tool name must match ^[A-Za-z0-9._-]{1,128}$ — Invalid MCP tool name: <name>"},
+	{"spec2-catalog-duplicate", "names unique — Duplicate or reserved MCP tool name: <name>"},
+	{"spec2-catalog-reserved", "names not the submission tool's — Duplicate or reserved MCP tool name: <name>"},
+	{"spec2-catalog-schema", "every inputSchema a JSON object with \"type\":\"object\" — Tool <name> has an invalid input schema: the root type must be \"object\""},
+	{"spec2-catalog-after-start", "After start, tools/list answers -32603 with that message; tools/call a tool error with it."},
+
+	// §3 tools/call.
+	{"spec3-tool-error-shape", "A tool error is {\"content\":[{\"type\":\"text\",\"text\":<message>}],\"isError\":true}."},
+	{"spec3-name-invalid", "params.name missing or not a string → -32602."},
+	{"spec3-arguments-absent", "arguments absent → {}."},
+	{"spec3-arguments-not-object", "arguments not a JSON object → -32602."},
+	{"spec3-shutting-down", "The server is stopping → tool error server is shutting down."},
+	{"spec3-catalog-call", "Catalog validation fails → tool error with its message."},
+	{"spec3-submit-bad-prompt", "arguments.prompt must be a non-empty string and no other key may be present, else tool error <submitName> requires a non-empty string prompt and no other arguments (the session is not called)."},
+	{"spec3-submit-success", "submission success → {\"content\":[{\"type\":\"text\",\"text\":<response>}]} (no isError)."},
+	{"spec3-submit-refused", "submission refused → tool error with its message."},
+	{"spec3-submit-failed", "submission failed inside the turn → JSON-RPC -32603 with its message."},
+	{"spec3-unknown-tool", "Name not in the catalog → tool error Unknown tool: <name>; the session is not called."},
+	{"spec3-envelope", "Envelope e → {\"content\":[{\"type\":\"text\",\"text\":<e serialised>}],\"isError\":<!e.success>}."},
+	{"spec3-session-error", "Session error → tool error with its message."},
+	{"spec3-cancel", "stdio: notifications/cancelled {requestId}; afterwards no response is written for that id."},
+	{"spec3-cancel-ignored", "An unknown or finished id is ignored."},
+	{"spec3-eof", "On stdin EOF the stdio carrier stops reading, lets in-flight calls finish and write for up to 5 s, cancels the rest, and Wait returns nil."},
+
+	// §4 revisions, JSON-RPC and framing.
+	{"spec4-era-modern", "A request is modern when its params._meta holds the key io.modelcontextprotocol/protocolVersion (any value); otherwise it is legacy."},
+	{"spec4-modern-after-initialize", "A modern request after an initialize is still served as modern."},
+	{"spec4-negotiate", "initialize negotiates: the client's version if it is a legacy one we support, else 2025-11-25."},
+	{"spec4-negotiate-2026", "A client asking for 2026-07-28 gets 2025-11-25."},
+	{"spec4-initialized", "notifications/initialized."},
+	{"spec4-ping", "ping → {}."},
+	{"spec4-pre-initialize", "On stdio a legacy request before initialize is served with 2025-03-26 semantics."},
+	{"spec4-second-initialize", "A second initialize → -32600."},
+	{"spec4-batch-2025-03-26", "Batches (arrays) only under 2025-03-26."},
+	{"spec4-batch-refused", "An array under any other revision → -32600."},
+	{"spec4-batch-bound", "At most 64 elements on stdio."},
+	{"spec4-batch-empty", "[] → -32600."},
+	{"spec4-batch-initialize", "initialize inside a batch → -32600 for that element."},
+	{"spec4-batch-notifications", "A batch of notifications only → no output."},
+	{"spec4-batch-one-array", "Batch responses are one JSON array."},
+	{"spec4-modern-meta", "params._meta or its protocolVersion or clientCapabilities key missing → -32602."},
+	{"spec4-modern-version", "Version not supported → -32022 with data:{supported,requested}."},
+	{"spec4-modern-method", "Unknown or removed method (initialize, ping, logging/setLevel, …) → -32601."},
+	{"spec4-modern-discover", "server/discover → {resultType:\"complete\", supportedVersions, capabilities:{\"tools\":{}}, ttlMs, cacheScope}."},
+	{"spec4-modern-result", "Every modern result carries resultType; list and discover results carry ttlMs and cacheScope:\"private\"; every modern result's _meta carries io.modelcontextprotocol/serverInfo."},
+	{"spec4-id-echo", "Ids are strings or integers, echoed byte for byte."},
+	{"spec4-id-invalid", "null or any other id type → -32600."},
+	{"spec4-id-keyed", "In-flight ids are keyed by type and value (\"14\" ≠ 14)."},
+	{"spec4-id-reused", "A request reusing an id that is still in flight on the same stdio stream → -32600 for the second only."},
+	{"spec4-member-exact", "The envelope members and the members compared with headers are matched exactly (case-sensitive)."},
+	{"spec4-member-duplicate", "A duplicate among them → -32600."},
+	{"spec4-notification-silent", "A notification never gets a reply."},
+	{"spec4-empty-method", "Empty method → -32601."},
+	{"spec4-stdout-only", "stdio: one compact JSON message per line on stdout and nothing else."},
+	{"spec4-line-empty", "Empty lines are ignored."},
+	{"spec4-line-oversize", "A line longer than the bound (default 4 MiB) is answered -32600 with no id, read past without buffering it whole, and the stream continues."},
+	{"spec4-not-json", "Not JSON → -32700 with no id."},
+	{"spec4-not-request", "JSON that is not a request object → -32600 (with the id when one can be recovered)."},
+	{"spec4-inflight-bound", "At most 64 requests in flight: beyond that a tools/call gets the tool error server is busy, other requests -32603, at once."},
+
+	// cases/wire-cases.md, the stdio cases.
+	{"K1", "One bad stdio line must not end the session."},
+	{"K2", "A frame that is JSON but not JSON-RPC must be answered, not dropped."},
+	{"K3", "A request with an id is never treated as a notification."},
+	{"K4", "Size is bounded everywhere (stdio: 64 MiB line)."},
+	{"K5", "A cancelled request gets no response."},
+	{"K7", "Batches only where the negotiated revision allows them."},
+}
+
+func TestRowCoverage(t *testing.T) {
+	files, err := transcript.Load(transcriptDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, r := range specRows {
+		if known[r.id] {
+			t.Errorf("row %s is listed twice", r.id)
+		}
+		if strings.TrimSpace(r.text) == "" {
+			t.Errorf("row %s has no SPEC text", r.id)
+		}
+		known[r.id] = true
+	}
+	pinnedBy := map[string][]string{}
+	for _, f := range files {
+		if len(f.Rows) == 0 {
+			t.Errorf("%s: no rows: header", f.Path)
+		}
+		for _, id := range f.Rows {
+			if !known[id] {
+				t.Errorf("%s: rows: names %q, which is not in specRows", f.Path, id)
+			}
+			pinnedBy[id] = append(pinnedBy[id], f.Path)
+		}
+	}
+	for _, r := range specRows {
+		if len(pinnedBy[r.id]) == 0 {
+			t.Errorf("row %s has no transcript: %s", r.id, r.text)
+		}
+	}
+	if testing.Verbose() {
+		ids := make([]string, 0, len(pinnedBy))
+		for id := range pinnedBy {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			t.Logf("%-30s %s", id, strings.Join(slices.Compact(pinnedBy[id]), " "))
+		}
+	}
+}

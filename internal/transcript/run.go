@@ -1,0 +1,441 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Carrier serves a session to one client connection for a transcript run.
+// Each carrier (stdio now, the HTTP hosts later) has a binding in its tests.
+type Carrier interface {
+	// Name is matched against a transcript's carriers: header.
+	Name() string
+	// Connect starts serving s and returns the client's end. It is called
+	// once per transcript, inside the bubble when [Options.Bubble] is set.
+	Connect(t testing.TB, s ports.Session) (Conn, error)
+}
+
+// Conn is the client's end of one served connection. Send, CloseSend and
+// Abort are called from one goroutine; Recv from another.
+type Conn interface {
+	// Send delivers p to the server's input exactly: a stream carrier writes
+	// the bytes; a message carrier sends each complete line as one message.
+	Send(p []byte) error
+	// CloseSend ends the client's output (stdin EOF on stdio).
+	CloseSend() error
+	// Recv returns the server's next message (one line on stdio, without
+	// its newline); io.EOF once the server's output has ended, after Wait.
+	Recv() ([]byte, error)
+	// Wait blocks until the server has ended serving and returns its result.
+	Wait() error
+	// Abort stops the server at once (a failed run); Recv and Wait then
+	// return promptly. It is safe to call at any time, more than once.
+	Abort()
+}
+
+// Options configures [Run] and [RunAll].
+type Options struct {
+	// Update rewrites the server section of failing transcripts from the
+	// actual output instead of failing.
+	Update bool
+	// Bubble runs each transcript inside a testing/synctest bubble: time is
+	// fake and the bubble's end proves no goroutine was left behind.
+	Bubble bool
+	// Timeout bounds one transcript; zero means 60 s. It only guards against
+	// a hang, it never synchronises.
+	Timeout time.Duration
+}
+
+// RunAll runs every transcript in dir against c, each as a parallel subtest.
+func RunAll(t *testing.T, dir string, c Carrier, opts Options) {
+	files, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f.Path), ".txt")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			Run(t, c, f, opts)
+		})
+	}
+}
+
+// Run plays f against c and compares the server's output with f's server
+// section (or rewrites it when opts.Update is set).
+func Run(t *testing.T, c Carrier, f *File, opts Options) {
+	if len(f.Carriers) > 0 && !slices.Contains(f.Carriers, c.Name()) {
+		t.Skipf("%s: only for carriers %v", f.Path, f.Carriers)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	body := func(t *testing.T) {
+		res, err := Play(t, c, f, opts.Timeout)
+		if err != nil {
+			t.Errorf("%s", report(f, c, res, []string{err.Error()}))
+			return
+		}
+		problems := Compare(f, res)
+		if len(problems) == 0 {
+			return
+		}
+		if opts.Update && len(f.Bugs) > 0 {
+			t.Errorf("%s\n  (-update leaves this transcript alone: it pins the SPEC's answer to a known bug; delete its bug: line once the bug is fixed)", report(f, c, res, problems))
+			return
+		}
+		if opts.Update {
+			out := Format(f, UpdateOrder(f, res.Messages), res.Calls)
+			if err := os.WriteFile(f.Path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("updated %s", f.Path)
+			return
+		}
+		t.Errorf("%s", report(f, c, res, problems))
+	}
+	if opts.Bubble {
+		synctest.Test(t, body)
+	} else {
+		body(t)
+	}
+}
+
+func report(f *File, c Carrier, res Result, problems []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "transcript %s over %s:\n", f.Path, c.Name())
+	if len(f.Bugs) > 0 {
+		b.WriteString("  KNOWN SERVER BUG pinned by this transcript (see internal/transcript/BUGS.md); it expects the SPEC's answer:\n")
+		for _, bug := range f.Bugs {
+			fmt.Fprintf(&b, "    - %s\n", bug)
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(p, "\n", "\n  "))
+	}
+	fmt.Fprintf(&b, "  the server wrote, in arrival order:\n")
+	for _, m := range res.Messages {
+		fmt.Fprintf(&b, "    %s\n", truncate(m, 400))
+	}
+	if res.Messages == nil {
+		b.WriteString("    (nothing)\n")
+	}
+	return b.String()
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", b[:n], len(b))
+}
+
+// Result is what one run produced.
+type Result struct {
+	Messages [][]byte // the server's messages in arrival order
+	Calls    []string // the session's calls, sorted
+}
+
+// Play runs f's client steps against a fresh session served by c and
+// returns everything the server wrote. An error means the run itself failed
+// (a step timed out, the server did not end, Wait returned an error); the
+// partial result is returned with it.
+func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, err error) {
+	s := newSession()
+	defer s.close()
+	conn, err := c.Connect(t, s)
+	if err != nil {
+		return res, fmt.Errorf("connect: %w", err)
+	}
+	in := newInbox()
+	go func() {
+		for {
+			m, err := conn.Recv()
+			if err != nil {
+				in.end(err)
+				return
+			}
+			in.add(m)
+		}
+	}()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	p := &player{f: f, s: s, conn: conn, in: in, deadline: deadline.C,
+		waited: make(map[string]int), started: make(map[string]int), ended: make(map[string]int), answered: make(map[int]bool)}
+	defer func() {
+		res.Messages = in.snapshot()
+		res.Calls = s.Calls()
+		slices.Sort(res.Calls)
+	}()
+	if err := p.play(); err != nil {
+		conn.Abort()
+		// Let the server and the receiver end so nothing outlives the run.
+		grace := time.NewTimer(10 * time.Second)
+		defer grace.Stop()
+		waited := make(chan struct{})
+		go func() { _ = conn.Wait(); close(waited) }()
+		select {
+		case <-waited:
+			_ = in.wait(grace.C, func([][]byte, bool) bool { return in.isEnded() })
+		case <-grace.C:
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+type player struct {
+	f        *File
+	s        *session
+	conn     Conn
+	in       *inbox
+	deadline <-chan time.Time
+	closed   bool
+
+	waited   map[string]int // #wait id → messages consumed
+	idless   int
+	started  map[string]int
+	ended    map[string]int
+	answered map[int]bool // message index → answered
+}
+
+func (p *player) play() error {
+	for _, st := range p.f.Steps {
+		if err := p.step(st); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", p.f.Path, st.Line, st.Kind, err)
+		}
+	}
+	if !p.closed {
+		if err := p.conn.CloseSend(); err != nil {
+			return fmt.Errorf("closing the client's output: %w", err)
+		}
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- p.conn.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			return fmt.Errorf("the server's Wait after the client closed its output: got %v, want nil", err)
+		}
+	case <-p.deadline:
+		return errors.New("timed out waiting for the server to end after the client closed its output")
+	}
+	if err := p.in.wait(p.deadline, func([][]byte, bool) bool { return p.in.isEnded() }); err != nil {
+		return errors.New("timed out waiting for the end of the server's output")
+	}
+	if err := p.in.recvErr(); err != nil {
+		return fmt.Errorf("reading the server's output: %w", err)
+	}
+	return nil
+}
+
+func (p *player) step(st Step) error {
+	switch st.Kind {
+	case "send":
+		return p.send(st.Data)
+	case "fill":
+		return p.fill(st.N, st.Arg[0])
+	case "wait":
+		p.waited[st.Arg]++
+		want := p.waited[st.Arg]
+		return p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
+			n := 0
+			for _, m := range msgs {
+				if k, _ := classify(m); k == "id:"+st.Arg {
+					n++
+				}
+			}
+			return n >= want
+		})
+	case "wait-idless":
+		p.idless++
+		want := p.idless
+		return p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
+			n := 0
+			for _, m := range msgs {
+				if k, _ := classify(m); k == "" {
+					n++
+				}
+			}
+			return n >= want
+		})
+	case "wait-started", "wait-ended":
+		ended := st.Kind == "wait-ended"
+		consumed := p.started
+		if ended {
+			consumed = p.ended
+		}
+		consumed[st.Arg] += st.N
+		want := consumed[st.Arg]
+		for {
+			n, changed := p.s.count(ended, st.Arg)
+			if n >= want {
+				return nil
+			}
+			select {
+			case <-changed:
+			case <-p.deadline:
+				return fmt.Errorf("timed out: %d calls of %s so far, want %d", n, st.Arg, want)
+			}
+		}
+	case "release":
+		if !p.s.releaseOnce() {
+			return errors.New("#release a second time")
+		}
+		return nil
+	case "set-tools":
+		var tools []domain.Tool
+		if err := json.Unmarshal(st.Data, &tools); err != nil {
+			return err
+		}
+		p.s.SetTools(tools)
+		return nil
+	case "answer":
+		var idx int
+		var id json.RawMessage
+		err := p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
+			for i, m := range msgs {
+				if k, method := classify(m); strings.HasPrefix(k, "req:") && method == st.Arg && !p.answered[i] {
+					idx, id = i, json.RawMessage(strings.TrimPrefix(k, "req:"))
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		p.answered[idx] = true
+		resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": json.RawMessage(st.Data)})
+		if err != nil {
+			return err
+		}
+		return p.send(append(resp, '\n'))
+	case "close":
+		if p.closed {
+			return errors.New("already closed")
+		}
+		p.closed = true
+		return p.conn.CloseSend()
+	}
+	return fmt.Errorf("unknown step")
+}
+
+// send writes p, bounded by the deadline (a server that stopped reading
+// must fail the run, not hang it).
+func (p *player) send(b []byte) error {
+	if p.closed {
+		return errors.New("the client's output is closed")
+	}
+	return p.bounded(func() error { return p.conn.Send(b) })
+}
+
+func (p *player) fill(n int, c byte) error {
+	if p.closed {
+		return errors.New("the client's output is closed")
+	}
+	return p.bounded(func() error {
+		chunk := bytes.Repeat([]byte{c}, 64<<10)
+		for n > 0 {
+			k := min(n, len(chunk))
+			if err := p.conn.Send(chunk[:k]); err != nil {
+				return err
+			}
+			n -= k
+		}
+		return p.conn.Send([]byte{'\n'})
+	})
+}
+
+func (p *player) bounded(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- fn() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-p.deadline:
+		return errors.New("timed out sending (is the server still reading?)")
+	}
+}
+
+// inbox collects the server's messages as they arrive.
+type inbox struct {
+	mu      sync.Mutex
+	msgs    [][]byte
+	ended   bool
+	err     error
+	changed chan struct{}
+}
+
+func newInbox() *inbox { return &inbox{changed: make(chan struct{})} }
+
+func (in *inbox) add(m []byte) {
+	in.mu.Lock()
+	in.msgs = append(in.msgs, m)
+	close(in.changed)
+	in.changed = make(chan struct{})
+	in.mu.Unlock()
+}
+
+func (in *inbox) end(err error) {
+	in.mu.Lock()
+	in.ended = true
+	if !errors.Is(err, io.EOF) {
+		in.err = err
+	}
+	close(in.changed)
+	in.changed = make(chan struct{})
+	in.mu.Unlock()
+}
+
+func (in *inbox) isEnded() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.ended
+}
+
+func (in *inbox) recvErr() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.err
+}
+
+func (in *inbox) snapshot() [][]byte {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.msgs)
+}
+
+// wait blocks until cond holds for the messages so far or the deadline.
+func (in *inbox) wait(deadline <-chan time.Time, cond func(msgs [][]byte, ended bool) bool) error {
+	for {
+		in.mu.Lock()
+		msgs, ended, changed := in.msgs, in.ended, in.changed
+		in.mu.Unlock()
+		if cond(msgs, ended) {
+			return nil
+		}
+		if ended {
+			return errors.New("the server's output ended first")
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return errors.New("timed out")
+		}
+	}
+}

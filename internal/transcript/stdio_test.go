@@ -1,0 +1,99 @@
+package transcript_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/internal/transcript"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+var update = flag.Bool("update", false, "rewrite the server sections of failing transcripts from the actual output")
+
+const transcriptDir = "../../testdata/transcripts"
+
+// TestTranscriptsStdio replays every transcript through the real stdio
+// carrier over in-memory pipes, each in a synctest bubble.
+func TestTranscriptsStdio(t *testing.T) {
+	transcript.RunAll(t, transcriptDir, stdioCarrier{}, transcript.Options{Update: *update, Bubble: true})
+}
+
+// stdioCarrier binds the stdio carrier to the transcript runner: a real
+// stdio.Transport whose stdin and stdout are io.Pipes.
+type stdioCarrier struct{}
+
+func (stdioCarrier) Name() string { return "stdio" }
+
+func (stdioCarrier) Connect(t testing.TB, s ports.Session) (transcript.Conn, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr, err := stdio.New(stdio.Options{Name: "agentmcp-test", Version: "1.2.3", Stdin: inR, Stdout: outW})
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.Attach(s); err != nil {
+		return nil, err
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	c := &stdioConn{tr: tr, inW: inW, outR: outR, rd: bufio.NewReaderSize(outR, 1<<20), waited: make(chan struct{})}
+	go func() {
+		c.waitErr = tr.Wait()
+		// The transport never closes stdout itself; closing our end of it
+		// lets the reader see the end once serving has ended.
+		outW.Close()
+		close(c.waited)
+	}()
+	return c, nil
+}
+
+type stdioConn struct {
+	tr      *stdio.Transport
+	inW     *io.PipeWriter
+	outR    *io.PipeReader
+	rd      *bufio.Reader
+	waited  chan struct{}
+	waitErr error
+	abort   sync.Once
+}
+
+func (c *stdioConn) Send(p []byte) error { _, err := c.inW.Write(p); return err }
+
+func (c *stdioConn) CloseSend() error { return c.inW.Close() }
+
+func (c *stdioConn) Recv() ([]byte, error) {
+	line, err := c.rd.ReadBytes('\n')
+	switch {
+	case err == nil:
+		return line[:len(line)-1], nil
+	case errors.Is(err, io.EOF) && len(line) > 0:
+		return nil, errors.New("stdout ended inside a line (no newline after the last message)")
+	default:
+		return nil, err
+	}
+}
+
+func (c *stdioConn) Wait() error {
+	<-c.waited
+	return c.waitErr
+}
+
+func (c *stdioConn) Abort() {
+	c.abort.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.inW.CloseWithError(errors.New("transcript aborted"))
+		_ = c.tr.Stop(ctx)
+		c.outR.CloseWithError(errors.New("transcript aborted"))
+	})
+}
