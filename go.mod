@@ -1,8 +1,9 @@
 module github.com/agentmcp/agentmcp
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/google/go-cmp v0.7.0
+	golang.org/x/time v0.16.0
 )
