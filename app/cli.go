@@ -19,6 +19,8 @@ var Version = "0.1.0"
 
 const usage = `usage:
   agentmcp serve stdio [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
+  agentmcp serve http [--root DIR] [--port N] [--token-file PATH] [--ask-client]
+  agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)... [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--ask-client]
 
 Serves the reference workspace session (list_dir, read_file, search_text,
 write_file over DIR, and the submission tool) as an MCP server.
@@ -40,6 +42,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch args[1] {
 	case "stdio":
 		return serveStdio(ctx, args[2:], stdin, stdout, stderr)
+	case "http":
+		return serveHTTP(ctx, args[2:], stdout, stderr)
+	case "remote":
+		return serveRemote(ctx, args[2:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "agentmcp: unknown carrier %q\n%s\n", args[1], usage)
 	return 2

@@ -1,0 +1,47 @@
+package httpremote
+
+import "time"
+
+// Limits overrides SPEC §5.3's numbers for a test; a zero field keeps its
+// default.
+type Limits struct {
+	MaxInFlight, MaxConns, MaxConnsPerClient, MaxVerifying, MaxCached int
+	ThrottleClients                                                   int
+	CacheTTL, StopTimeout, IdleTimeout                                time.Duration
+	// Now replaces the throttle's and the cache's clock.
+	Now           func() time.Time
+	OnAcceptWait  func()
+	OnConnRefused func()
+}
+
+// NewWithLimits is New with some limits overridden.
+func NewWithLimits(opts Options, o Limits) (*Host, error) {
+	l := defaultLimits()
+	setInt := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setDur := func(dst *time.Duration, v time.Duration) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setInt(&l.maxInFlight, o.MaxInFlight)
+	setInt(&l.maxConns, o.MaxConns)
+	setInt(&l.maxConnsPerClient, o.MaxConnsPerClient)
+	setInt(&l.maxVerifying, o.MaxVerifying)
+	setInt(&l.maxCached, o.MaxCached)
+	setInt(&l.throttleClients, o.ThrottleClients)
+	setDur(&l.cacheTTL, o.CacheTTL)
+	setDur(&l.stopTimeout, o.StopTimeout)
+	setDur(&l.idleTimeout, o.IdleTimeout)
+	if o.Now != nil {
+		l.now = o.Now
+	}
+	l.onAcceptWait, l.onConnRefused = o.OnAcceptWait, o.OnConnRefused
+	return newHost(opts, l)
+}
+
+// ThrottledClients returns how many clients the throttle table tracks.
+func (h *Host) ThrottledClients() int { return h.door.throttle.len() }

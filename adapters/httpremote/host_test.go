@@ -1,0 +1,256 @@
+package httpremote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+func validOptions() httpremote.Options {
+	return httpremote.Options{
+		Session: fake.New(),
+		Authorization: httpremote.Authorization{
+			PublicURL: publicURL, Issuer: issuer, Scopes: scopes,
+			Verifier: newFakeVerifier(publicURL, newFakeClock()),
+		},
+	}
+}
+
+func TestNewChecks(t *testing.T) {
+	describing := func(iss, res string, sc ...string) ports.AccessTokenVerifier {
+		return &fakeVerifier{desc: ports.VerifierDescription{Issuer: iss, Resource: res, Scopes: sc}}
+	}
+	tests := []struct {
+		name   string
+		change func(*httpremote.Options)
+		want   error // nil: New succeeds
+	}{
+		{"defaults", func(*httpremote.Options) {}, nil},
+		{"IPv6 loopback", func(o *httpremote.Options) { o.Host = "::1" }, nil},
+		{"all IPv4 addresses", func(o *httpremote.Options) { o.Host = "0.0.0.0" }, nil},
+		{"a name", func(o *httpremote.Options) { o.Host = "localhost" }, httpremote.ErrHost},
+		{"a host and port", func(o *httpremote.Options) { o.Host = "127.0.0.1:80" }, httpremote.ErrHost},
+		{"port -1", func(o *httpremote.Options) { o.Port = -1 }, httpremote.ErrPort},
+		{"port 65536", func(o *httpremote.Options) { o.Port = 65536 }, httpremote.ErrPort},
+		{"public URL with explicit port", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test:8443/mcp") }, nil},
+		{"public URL at the root", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/") }, nil},
+		{"public URL without a path", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test") }, nil},
+		{"public URL with an IPv6 host", func(o *httpremote.Options) { setURL(o, "https://[2001:db8::1]/mcp") }, nil},
+		{"public URL over http", func(o *httpremote.Options) { setURL(o, "http://mcp.example.test/mcp") }, httpremote.ErrPublicURL},
+		{"public URL in upper-case scheme", func(o *httpremote.Options) { setURL(o, "HTTPS://mcp.example.test/mcp") }, httpremote.ErrPublicURL},
+		{"public URL relative", func(o *httpremote.Options) { setURL(o, "/mcp") }, httpremote.ErrPublicURL},
+		{"public URL without host", func(o *httpremote.Options) { setURL(o, "https:///mcp") }, httpremote.ErrPublicURL},
+		{"public URL with upper-case host", func(o *httpremote.Options) { setURL(o, "https://MCP.example.test/mcp") }, httpremote.ErrPublicURL},
+		{"public URL with default port", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test:443/mcp") }, httpremote.ErrPublicURL},
+		{"public URL with empty port", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test:/mcp") }, httpremote.ErrPublicURL},
+		{"public URL with trailing slash", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/mcp/") }, httpremote.ErrPublicURL},
+		{"public URL with credentials", func(o *httpremote.Options) { setURL(o, "https://user:secret@mcp.example.test/mcp") }, httpremote.ErrPublicURL},
+		{"public URL with query", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/mcp?x=1") }, httpremote.ErrPublicURL},
+		{"public URL with empty query", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/mcp?") }, httpremote.ErrPublicURL},
+		{"public URL with fragment", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/mcp#f") }, httpremote.ErrPublicURL},
+		{"public URL with dot segment", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/a/../mcp") }, httpremote.ErrPublicURL},
+		{"public URL with empty segment", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/a//mcp") }, httpremote.ErrPublicURL},
+		{"public URL over-escaped", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/m%63p") }, httpremote.ErrPublicURL},
+		{"issuer over http", func(o *httpremote.Options) { o.Authorization.Issuer = "http://issuer.example.test" }, httpremote.ErrIssuer},
+		{"issuer relative", func(o *httpremote.Options) { o.Authorization.Issuer = "issuer.example.test" }, httpremote.ErrIssuer},
+		{"no scopes", func(o *httpremote.Options) { o.Authorization.Scopes = nil }, httpremote.ErrScopes},
+		{"scope with a space", func(o *httpremote.Options) { o.Authorization.Scopes = []string{"a b"} }, httpremote.ErrScopes},
+		{"scope with a quote", func(o *httpremote.Options) { o.Authorization.Scopes = []string{`a"`} }, httpremote.ErrScopes},
+		{"scope with a backslash", func(o *httpremote.Options) { o.Authorization.Scopes = []string{`a\`} }, httpremote.ErrScopes},
+		{"empty scope", func(o *httpremote.Options) { o.Authorization.Scopes = []string{""} }, httpremote.ErrScopes},
+		{"trusted proxy by name", func(o *httpremote.Options) { o.Authorization.TrustedProxies = []string{"proxy.internal"} }, httpremote.ErrTrustedProxy},
+		{"trusted proxy as a range", func(o *httpremote.Options) { o.Authorization.TrustedProxies = []string{"10.0.0.0/8"} }, httpremote.ErrTrustedProxy},
+		{"trusted proxies as literals", func(o *httpremote.Options) {
+			o.Authorization.TrustedProxies = []string{"127.0.0.1", "::1", "::ffff:10.0.0.1"}
+		}, nil},
+		{"no verifier", func(o *httpremote.Options) { o.Authorization.Verifier = nil }, httpremote.ErrVerifier},
+		{"verifier for another issuer", func(o *httpremote.Options) {
+			o.Authorization.Verifier = describing("https://other.example.test", publicURL, scopes...)
+		}, httpremote.ErrVerifier},
+		{"verifier for another resource", func(o *httpremote.Options) {
+			o.Authorization.Verifier = describing(issuer, "https://mcp.example.test/other", scopes...)
+		}, httpremote.ErrVerifier},
+		{"verifier requiring fewer scopes", func(o *httpremote.Options) {
+			o.Authorization.Verifier = describing(issuer, publicURL, "mcp:tools")
+		}, httpremote.ErrVerifier},
+		{"verifier requiring the scopes in another order", func(o *httpremote.Options) {
+			o.Authorization.Verifier = describing(issuer, publicURL, "mcp:submit", "mcp:tools")
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions()
+			tt.change(&o)
+			h, err := httpremote.New(o)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if s := h.String(); !strings.Contains(s, o.Authorization.PublicURL) {
+					t.Errorf("String() = %q", s)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("New: %v, want %v", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q quotes the URL's credentials", err)
+			}
+		})
+	}
+}
+
+// setURL changes the public URL of both the host and its verifier.
+func setURL(o *httpremote.Options, u string) {
+	o.Authorization.PublicURL = u
+	o.Authorization.Verifier = newFakeVerifier(u, newFakeClock())
+}
+
+func TestNewNeedsSessionAndSubmitName(t *testing.T) {
+	o := validOptions()
+	o.Session = nil
+	if _, err := httpremote.New(o); err == nil {
+		t.Error("New without a session succeeded")
+	}
+	o = validOptions()
+	o.SubmitTool.Name = "bad name"
+	if _, err := httpremote.New(o); err == nil {
+		t.Error("New with an invalid submission tool name succeeded")
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	h, err := httpremote.New(validOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := h.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !addr.Addr().IsLoopback() || addr.Port() == 0 {
+		t.Errorf("Start = %v, want 127.0.0.1:<port>", addr)
+	}
+	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrAlreadyStarted) {
+		t.Errorf("second Start: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	if err := h.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Errorf("Wait: %v", err)
+	}
+	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrStopped) {
+		t.Errorf("Start after Stop: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", addr.String(), guard); err == nil {
+		c.Close()
+		t.Error("a stopped host accepts connections")
+	}
+}
+
+func TestStopBeforeStart(t *testing.T) {
+	h, err := httpremote.New(validOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrStopped) {
+		t.Errorf("Start after Stop: %v", err)
+	}
+	if err := h.Wait(); err != nil {
+		t.Errorf("Wait: %v", err)
+	}
+}
+
+func TestStartValidatesCatalog(t *testing.T) {
+	o := validOptions()
+	s := fake.New()
+	s.SetTools([]domain.Tool{{Name: "bad name", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+	o.Session = s
+	h, err := httpremote.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Start(t.Context())
+	var ce *domain.CatalogError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Start: %v, want a catalog error", err)
+	}
+	if _, err := h.Start(t.Context()); err == nil {
+		t.Error("Start after a failed Start succeeded")
+	}
+}
+
+// TestStartWarnings: bound to loopback without a trusted proxy, or to any
+// other address, the host says why at start.
+func TestStartWarnings(t *testing.T) {
+	tests := []struct {
+		host, proxy, want string
+	}{
+		{"127.0.0.1", "", "every client behind the proxy shares one throttle budget"},
+		{"0.0.0.0", "", "terminate TLS in front of it"},
+		{"127.0.0.1", "127.0.0.1", ""},
+	}
+	for _, tt := range tests {
+		var logs syncBuffer
+		o := validOptions()
+		o.Host = tt.host
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		if tt.proxy != "" {
+			o.Authorization.TrustedProxies = []string{tt.proxy}
+		}
+		h, err := httpremote.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		out := logs.String()
+		if tt.want != "" && !strings.Contains(out, "level=WARN") || !strings.Contains(out, tt.want) {
+			t.Errorf("Host %s, proxy %q: logs\n%s\nwant a warning %q", tt.host, tt.proxy, out, tt.want)
+		}
+		if tt.want == "" && strings.Contains(out, "level=WARN") {
+			t.Errorf("Host %s, proxy %q: unexpected warning:\n%s", tt.host, tt.proxy, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,226 @@
+package httpremote_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/httpremote"
+)
+
+func (v *fakeVerifier) setGate(gate, entered chan struct{}) {
+	v.mu.Lock()
+	v.gate, v.entered = gate, entered
+	v.mu.Unlock()
+}
+
+// keyRefreshVerifier is a fakeVerifier that reports its next key refresh.
+type keyRefreshVerifier struct {
+	*fakeVerifier
+	due func() time.Time
+}
+
+func (v keyRefreshVerifier) NextKeyRefresh() time.Time { return v.due() }
+
+var _ httpremote.KeyRefreshReporter = keyRefreshVerifier{}
+
+// TestVerdictCache: a successful verification is reused, by the SHA-256 of
+// the token, until the earliest of the token's exp, the verifier's next key
+// refresh and the TTL; refusals are never cached; the cache is bounded.
+func TestVerdictCache(t *testing.T) {
+	e := start(t, config{limits: httpremote.Limits{MaxCached: 2}})
+	v := e.verifier
+	ok := func(token string, wantCalls int) {
+		t.Helper()
+		resp, body := e.post(t, token)
+		want(t, resp, body, 200, "", "", `"result":{}`)
+		if n := v.Calls(); n != wantCalls {
+			t.Fatalf("after %s: verifier called %d times, want %d", token, n, wantCalls)
+		}
+	}
+	ok(validToken, 1)
+	ok(validToken, 1)
+	e.clock.Advance(httpremote.VerdictCacheTTL - time.Second)
+	ok(validToken, 1)
+	e.clock.Advance(time.Second)
+	ok(validToken, 2) // the TTL ended
+	v.admit("short", "bob", "cli", e.clock.Now().Add(10*time.Second))
+	ok("short", 3)
+	ok("short", 3)
+	e.clock.Advance(10 * time.Second)
+	ok("short", 4) // exp reached
+	// Bounded: a third token evicts the one used least recently.
+	v.admit("third", "carol", "cli", e.clock.Now().Add(time.Hour))
+	ok(validToken, 4)
+	ok("third", 5)
+	ok(validToken, 5)
+	ok("short", 6) // evicted by "third"
+	// Refusals are never cached.
+	for range 2 {
+		_, _ = e.post(t, "expired")
+	}
+	if n := v.Calls(); n != 8 {
+		t.Errorf("verifier called %d times, want 8", n)
+	}
+}
+
+func TestVerdictCacheUntilKeyRefresh(t *testing.T) {
+	clock := newFakeClock()
+	fv := newFakeVerifier(publicURL, clock)
+	due := clock.Now().Add(5 * time.Second)
+	e := start(t, config{
+		verifier: keyRefreshVerifier{fv, func() time.Time { return due }},
+		limits:   httpremote.Limits{Now: clock.Now},
+	})
+	post := func(wantCalls int) {
+		t.Helper()
+		resp, body := e.post(t, validToken)
+		want(t, resp, body, 200, "", "", `"result":{}`)
+		if n := fv.Calls(); n != wantCalls {
+			t.Fatalf("verifier called %d times, want %d", n, wantCalls)
+		}
+	}
+	post(1)
+	post(1)
+	clock.Advance(5 * time.Second)
+	post(2) // the keys were due: verified again
+}
+
+// TestVerificationCap: at most MaxVerifying verifications run at once;
+// the next request gets 503 Retry-After: 1, is not counted or audited, and
+// a cached verdict needs no slot.
+func TestVerificationCap(t *testing.T) {
+	e := start(t, config{limits: httpremote.Limits{MaxVerifying: 2}})
+	resp, body := e.post(t, validToken) // cached from now on
+	want(t, resp, body, 200, "", "", `"result":{}`)
+	gate, entered := make(chan struct{}), make(chan struct{}, 2)
+	e.verifier.setGate(gate, entered)
+	results := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := e.client.Do(e.request(t.Context(), "POST", e.res.path, ping, "Authorization", "Bearer forged"))
+			if err != nil {
+				results <- 0
+				return
+			}
+			resp.Body.Close()
+			results <- resp.StatusCode
+		}()
+	}
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(guard):
+			t.Fatal("verifications did not start")
+		}
+	}
+	resp, body = e.post(t, "forged")
+	want(t, resp, body, 503, "", "1", "")
+	resp, body = e.post(t, validToken)
+	want(t, resp, body, 200, "", "", `"result":{}`)
+	close(gate)
+	for range 2 {
+		if c := <-results; c != 401 {
+			t.Errorf("gated request: status %d, want 401", c)
+		}
+	}
+	if n := e.verifier.Calls(); n != 3 {
+		t.Errorf("verifier called %d times, want 3", n)
+	}
+	if n := len(e.audit.Records()); n != 2 {
+		t.Errorf("%d audit records, want 2 (the 503 has none)", n)
+	}
+}
+
+// openConn opens a keep-alive connection from local and completes one
+// request on it; the connection stays open.
+func openConn(t *testing.T, e *env, local netip.Addr) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: guard, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+	c, err := d.Dial("tcp", e.addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(guard))
+	head := "GET " + e.res.metadataPath + " HTTP/1.1\r\nHost: " + e.res.host + "\r\n\r\n"
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("connection from %v: %v", local, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("connection from %v: status %d", local, resp.StatusCode)
+	}
+	return c
+}
+
+// TestPerClientConnections: 16 connections per client address; the 17th is
+// closed at once while other addresses are served. A trusted proxy is held
+// to the total only.
+func TestPerClientConnections(t *testing.T) {
+	refused := make(chan struct{}, 8)
+	e := start(t, config{proxies: []string{"127.0.0.1"}, limits: httpremote.Limits{
+		OnConnRefused: func() { refused <- struct{}{} },
+	}})
+	a := netip.MustParseAddr("127.2.0.1")
+	for range 16 {
+		openConn(t, e, a)
+	}
+	if c := rawRequest(t, e.addr, a, e.forgedHead()); c != 0 {
+		t.Errorf("17th connection from one address: status %d, want it closed unanswered", c)
+	}
+	select {
+	case <-refused:
+	case <-time.After(guard):
+		t.Fatal("the 17th connection was not refused")
+	}
+	if c := rawRequest(t, e.addr, netip.MustParseAddr("127.2.0.2"), e.forgedHead()); c != 401 {
+		t.Errorf("another address: status %d, want 401", c)
+	}
+	proxy := netip.MustParseAddr("127.0.0.1")
+	for range 20 {
+		openConn(t, e, proxy)
+	}
+	if len(refused) != 0 {
+		t.Error("a trusted proxy's connection was refused")
+	}
+}
+
+// TestTotalConnections: over the total, the next connection waits in the
+// accept queue until one closes.
+func TestTotalConnections(t *testing.T) {
+	waiting := make(chan struct{}, 16)
+	e := start(t, config{limits: httpremote.Limits{
+		MaxConns:     4,
+		OnAcceptWait: func() { waiting <- struct{}{} },
+	}})
+	var conns []net.Conn
+	for i := range 4 {
+		conns = append(conns, openConn(t, e, loopbackAddr(i+1)))
+	}
+	select {
+	case <-waiting:
+	case <-time.After(guard):
+		t.Fatal("Accept did not wait with every slot taken")
+	}
+	done := make(chan int, 1)
+	go func() { done <- rawRequest(t, e.addr, loopbackAddr(5), e.forgedHead()) }()
+	conns[0].Close()
+	select {
+	case c := <-done:
+		if c != 401 {
+			t.Errorf("the waiting connection: status %d, want 401", c)
+		}
+	case <-time.After(guard):
+		t.Fatal("the waiting connection was not served after one closed")
+	}
+}
