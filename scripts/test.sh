@@ -9,7 +9,10 @@
 #      Go and TypeScript MCP SDK clients);
 #   4. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
-#      suite from npm itself).
+#      suite from npm itself);
+#   5. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#      nginx as the TLS proxy (installed with apt-get when missing, as root),
+#      the TypeScript SDK client (e2e/run.sh).
 # Stops at the first failure. Extra arguments go to both go test runs,
 # e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
@@ -47,5 +50,8 @@ step "go test -race -count=1 ./... (interop module)"
 
 step "official MCP conformance suite, both legs (conformance/run.sh)"
 bash "$repo/conformance/run.sh"
+
+step "end to end: the remote host behind nginx with a real authorization server (e2e/run.sh)"
+bash "$repo/e2e/run.sh"
 
 step "all tests passed"
