@@ -1,6 +1,9 @@
 package ports
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Refusal words of the access-token verifier (SPEC §7) and the remote host's
 // own missing-token (§5.3). They are the whole vocabulary: a verdict carries
@@ -59,4 +62,15 @@ type VerifierDescription struct {
 type AccessTokenVerifier interface {
 	Verify(ctx context.Context, token string) Verdict
 	Describe() VerifierDescription
+}
+
+// KeyRefreshReporter is optionally implemented by an AccessTokenVerifier that
+// holds its issuer's keys: NextKeyRefresh returns when the keys it holds now
+// are next refreshed (the zero time when it holds none). A host that caches
+// successful verifications caches none past that instant nor past the
+// token's exp (SPEC §5.3: "until the earlier of its exp and the next key
+// refresh"), so a withdrawn key stops admitting when the verifier would stop
+// admitting it.
+type KeyRefreshReporter interface {
+	NextKeyRefresh() time.Time
 }

@@ -24,7 +24,7 @@ type frontDoor struct {
 	maxHeaderBytes int
 
 	verifier  ports.AccessTokenVerifier
-	refresh   KeyRefreshReporter // nil when the verifier does not report refreshes
+	refresh   ports.KeyRefreshReporter // nil when the verifier does not report refreshes
 	proxies   proxySet
 	throttle  *throttle
 	cache     *verdictCache

@@ -16,23 +16,12 @@ const (
 	MaxCachedVerdicts = 1024
 	// VerdictCacheTTL bounds how long a successful verification is reused
 	// when the verifier does not say when its keys are next refreshed (see
-	// [KeyRefreshReporter]). The port gives the host no signal of a key
+	// [ports.KeyRefreshReporter]). The port gives the host no signal of a key
 	// refresh, so a cached verdict may outlive the refresh that would have
 	// withdrawn its key by at most this long: with the oauth verifier, a
 	// withdrawn key stops admitting within its 10-minute refresh plus 60 s.
 	VerdictCacheTTL = time.Minute
 )
-
-// KeyRefreshReporter is implemented by an [ports.AccessTokenVerifier] that
-// holds its issuer's keys and can say when it next refreshes them.
-// NextKeyRefresh returns that instant (the zero time when no keys are held).
-// The host reads it before each verification and caches the verdict no
-// longer than that instant (nor than the token's exp), which is exactly
-// SPEC §5.3's "until the earlier of its exp and the next key refresh".
-// A verifier without it is covered by [VerdictCacheTTL].
-type KeyRefreshReporter interface {
-	NextKeyRefresh() time.Time
-}
 
 // verdictCache remembers admitted tokens by the SHA-256 of their text (the
 // text itself is never kept), each until a deadline: the earliest of the

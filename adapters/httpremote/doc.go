@@ -103,7 +103,7 @@
 // Successful verifications are cached, keyed by the SHA-256 of the token
 // (the token itself is not kept), at most [MaxCachedVerdicts], each until
 // the earliest of the token's exp, the verifier's next key refresh when it
-// reports one ([KeyRefreshReporter]) and [VerdictCacheTTL] (1 minute). At
+// reports one ([ports.KeyRefreshReporter]) and [VerdictCacheTTL] (1 minute). At
 // most 64 verifications run at once; a cache hit needs none.
 //
 // # Limits

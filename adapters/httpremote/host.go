@@ -277,7 +277,7 @@ func newHost(opts Options, l limits) (*Host, error) {
 		now:            l.now,
 		logger:         logger,
 	}
-	if r, ok := a.Verifier.(KeyRefreshReporter); ok {
+	if r, ok := a.Verifier.(ports.KeyRefreshReporter); ok {
 		door.refresh = r
 	}
 	base, cancelBase := context.WithCancelCause(context.Background())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 func (v *fakeVerifier) setGate(gate, entered chan struct{}) {
@@ -26,7 +27,7 @@ type keyRefreshVerifier struct {
 
 func (v keyRefreshVerifier) NextKeyRefresh() time.Time { return v.due() }
 
-var _ httpremote.KeyRefreshReporter = keyRefreshVerifier{}
+var _ ports.KeyRefreshReporter = keyRefreshVerifier{}
 
 // TestVerdictCache: a successful verification is reused, by the SHA-256 of
 // the token, until the earliest of the token's exp, the verifier's next key

@@ -324,3 +324,16 @@ func metadataURLs(issuer *url.URL) []string {
 		fmt.Sprintf("%s%s/.well-known/openid-configuration", origin, path),
 	}
 }
+
+// nextRefresh is the wall-clock instant at which the held keys reach
+// refreshAge (zero when none are held). The age is measured on the injected
+// monotonic clock; the instant is expressed against time.Now, which the
+// host compares with its own clock.
+func (c *keyCache) nextRefresh() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil {
+		return time.Time{}
+	}
+	return time.Now().Add(refreshAge - (c.clock.Monotonic() - c.fetchedAt))
+}

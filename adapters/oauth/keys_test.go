@@ -737,3 +737,21 @@ func (c *countingTransport) count() int {
 	defer c.mu.Unlock()
 	return c.n
 }
+
+func TestNextKeyRefresh(t *testing.T) {
+	ks := testKeys()
+	f := newFakeIssuer(t, "", jwk(t, ks.rsa, nil))
+	clk := newFakeClock()
+	v := newVerifier(t, f.config(clk))
+	if got := v.NextKeyRefresh(); !got.IsZero() {
+		t.Fatalf("NextKeyRefresh before any fetch = %v, want zero", got)
+	}
+	if got := v.Verify(t.Context(), mint(t, ks.rsa, f.Issuer, clk.Now())); !got.Admitted() {
+		t.Fatalf("Verify = %+v", got)
+	}
+	clk.AdvanceMonotonic(4 * time.Minute)
+	got := time.Until(v.NextKeyRefresh())
+	if got <= 5*time.Minute+50*time.Second || got > 6*time.Minute {
+		t.Errorf("NextKeyRefresh 4 min after the fetch is %v away, want 6 min", got)
+	}
+}

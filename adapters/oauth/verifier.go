@@ -429,3 +429,16 @@ func hasScope(granted, want string) bool {
 	}
 	return false
 }
+
+// NextKeyRefresh returns when the keys the verifier holds are due for
+// refresh (their age reaches 10 minutes), or the zero time when it holds
+// none. It implements [ports.KeyRefreshReporter], so a host caching verdicts
+// stops reusing them when this verifier would refetch its keys. A refetch
+// for an unknown kid may come earlier; it only adds keys the issuer
+// publishes, and a key withdrawn then stops admitting at the latest at this
+// instant.
+func (v *Verifier) NextKeyRefresh() time.Time {
+	return v.keys.nextRefresh()
+}
+
+var _ ports.KeyRefreshReporter = (*Verifier)(nil)
