@@ -6,12 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/stdio"
-	"github.com/agentmcp/agentmcp/adapters/workspace"
-	"github.com/agentmcp/agentmcp/domain"
 )
 
 // Version is reported as serverInfo.version.
@@ -19,7 +15,7 @@ var Version = "0.1.0"
 
 const usage = `usage:
   agentmcp serve stdio [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-  agentmcp serve http [--root DIR] [--port N] [--token-file PATH] [--ask-client]
+  agentmcp serve http [--root DIR] [--port N] [--token-file PATH] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
   agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)... [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--ask-client]
 
 Serves the reference workspace session (list_dir, read_file, search_text,
@@ -54,10 +50,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentmcp serve stdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	root := fs.String("root", ".", "directory the reference session serves")
-	submitName := fs.String("submit-name", domain.DefaultSubmitName, "name of the submission tool")
-	submitDesc := fs.String("submit-description", domain.DefaultSubmitDescription, "description of the submission tool")
-	askClient := fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)")
+	common := addServeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,17 +58,15 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "agentmcp: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	session, err := workspace.New(workspace.Options{Root: *root, Logger: logger})
-	if err != nil {
-		logger.Error("cannot open the workspace", "err", err)
+	logger := newLogger(stderr)
+	session, ok := common.openSession(logger)
+	if !ok {
 		return 1
 	}
 	defer session.Close()
 	t, err := NewStdio(session, stdio.Options{
 		Name: "agentmcp", Version: Version, Stdin: stdin, Stdout: stdout, Logger: logger,
-		SubmitTool: domain.SubmitTool{Name: *submitName, Description: *submitDesc},
-		AskClient:  *askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient,
 	})
 	if err != nil {
 		logger.Error("cannot serve stdio", "err", err)
@@ -88,22 +79,6 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	logger.Info("serving MCP on stdio", "root", *root)
-	done := make(chan error, 1)
-	go func() { done <- t.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("stdio carrier failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := t.Stop(stopCtx); err != nil {
-			logger.Warn("stop did not finish in time", "err", err)
-		}
-		return 0
-	}
+	logger.Info("serving MCP on stdio", "root", *common.root)
+	return serveUntilDone(ctx, t, logger)
 }

@@ -239,24 +239,6 @@ func toStrings(rs []ports.RefusalReason) []string {
 	return out
 }
 
-// syncBuffer is a goroutine-safe writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var addrLine = regexp.MustCompile(`^127\.0\.0\.1:[0-9]+$`)
 
 // TestServeRemoteCLI: the command prints the bound address once listening,
@@ -270,7 +252,7 @@ func TestServeRemoteCLI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &syncBuffer{}
+	stderr := &lockedBuffer{}
 	code := make(chan int, 1)
 	go func() {
 		c := app.Main(ctx, []string{"serve", "remote",
@@ -362,7 +344,7 @@ func TestServeRemoteUsage(t *testing.T) {
 		{"trusted proxy by name", append(base, "--trusted-proxy", "proxy.internal"), 1, "literal IP"},
 	}
 	for _, tt := range tests {
-		stderr := &syncBuffer{}
+		stderr := &lockedBuffer{}
 		var stdout strings.Builder
 		code := app.Main(t.Context(), tt.args, strings.NewReader(""), &stdout, stderr)
 		if code != tt.code || !strings.Contains(stderr.String(), tt.msg) {

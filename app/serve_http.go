@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/adapters/workspace"
 )
 
 // serveHTTP runs "agentmcp serve http [--root DIR] [--port N] [--token-file
@@ -35,11 +33,10 @@ import (
 func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentmcp serve http", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	root := fs.String("root", ".", "directory the reference session serves")
+	common := addServeFlags(fs)
 	port := fs.Int("port", 0, "TCP port on 127.0.0.1; 0 picks a free one")
 	tokenPath := fs.String("token-file", "", "file to create (exclusively, mode 0600) for the bearer token;\n"+
 		"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
-	askClient := fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,17 +48,15 @@ func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "agentmcp: --port must be within 0..65535\n")
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
-	session, err := workspace.New(workspace.Options{Root: *root, Logger: logger})
-	if err != nil {
-		logger.Error("cannot open the workspace", "err", err)
+	logger := newLogger(stderr)
+	session, ok := common.openSession(logger)
+	if !ok {
 		return 1
 	}
 	defer session.Close()
 	host, err := httploopback.New(httploopback.Options{
 		Name: "agentmcp", Version: Version, Session: session, Port: *port, Logger: logger,
-		AskClient: *askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient,
 	})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)
@@ -86,36 +81,15 @@ func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	stop := func() {
-		// Stop itself returns within 5 s; the margin only guards against
-		// a Stop that would not.
-		stopCtx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-		defer cancel()
-		if err := host.Stop(stopCtx); err != nil {
-			logger.Warn("stop did not finish cleanly", "err", err)
-		}
-	}
 	if err := tf.write(ep.Token); err != nil {
 		logger.Error("cannot write the token file", "err", err)
-		stop()
+		stop(host, logger)
 		return 1
 	}
 	fmt.Fprintln(stdout, ep.URL)
-	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *root)
+	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root)
 
-	done := make(chan error, 1)
-	go func() { done <- host.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("http host failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		stop()
-		return 0
-	}
+	return serveUntilDone(ctx, host, logger)
 }
 
 // tokenFile is the file this process created for the token. It stays open

@@ -6,15 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
-	"github.com/agentmcp/agentmcp/adapters/workspace"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -79,10 +75,7 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Var(&clients, "allowed-client", "a token client_id admitted whatever its sub: confidential or machine clients only (repeatable)")
 	listen := fs.String("listen", "127.0.0.1:0", "literal IP:PORT to bind; port 0 picks a free one")
 	fs.Var(&proxies, "trusted-proxy", "literal IP of a proxy whose X-Forwarded-For is believed (repeatable)")
-	root := fs.String("root", ".", "directory the reference session serves")
-	submitName := fs.String("submit-name", domain.DefaultSubmitName, "name of the submission tool")
-	submitDesc := fs.String("submit-description", domain.DefaultSubmitDescription, "description of the submission tool")
-	askClient := fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)")
+	common := addServeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,19 +99,16 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
-	session, err := workspace.New(workspace.Options{Root: *root, Logger: logger})
-	if err != nil {
-		logger.Error("cannot open the workspace", "err", err)
+	logger := newLogger(stderr)
+	session, ok := common.openSession(logger)
+	if !ok {
 		return 1
 	}
 	defer session.Close()
 	host, err := NewRemote(session, httpremote.Options{
 		Name: "agentmcp", Version: Version, Logger: logger,
 		Host: bind.Addr().String(), Port: int(bind.Port()),
-		SubmitTool: domain.SubmitTool{Name: *submitName, Description: *submitDesc},
-		AskClient:  *askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient,
 		Authorization: httpremote.Authorization{
 			PublicURL: *publicURL, Issuer: *issuer, Scopes: scopes,
 			TrustedProxies: proxies, Audit: newAuditWriter(stderr),
@@ -138,27 +128,9 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	fmt.Fprintln(stdout, addr.String())
-	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *publicURL, "root", *root)
+	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *publicURL, "root", *common.root)
 
-	done := make(chan error, 1)
-	go func() { done <- host.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("remote host failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		// Stop itself returns within 5 s; the margin only guards against a
-		// Stop that would not.
-		stopCtx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-		defer cancel()
-		if err := host.Stop(stopCtx); err != nil {
-			logger.Warn("stop did not finish cleanly", "err", err)
-		}
-		return 0
-	}
+	return serveUntilDone(ctx, host, logger)
 }
 
 // auditWriter is the CLI's audit sink: one line per refused request,

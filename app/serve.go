@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/workspace"
+	"github.com/agentmcp/agentmcp/domain"
+)
+
+// serveFlags are the flags every "agentmcp serve" command takes.
+type serveFlags struct {
+	root, submitName, submitDesc *string
+	askClient                    *bool
+}
+
+// addServeFlags registers the common flags on fs.
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	return &serveFlags{
+		root:       fs.String("root", ".", "directory the reference session serves"),
+		submitName: fs.String("submit-name", domain.DefaultSubmitName, "name of the submission tool"),
+		submitDesc: fs.String("submit-description", domain.DefaultSubmitDescription, "description of the submission tool"),
+		askClient:  fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)"),
+	}
+}
+
+func (f *serveFlags) submitTool() domain.SubmitTool {
+	return domain.SubmitTool{Name: *f.submitName, Description: *f.submitDesc}
+}
+
+// openSession opens the reference workspace session over --root, logging
+// the failure.
+func (f *serveFlags) openSession(logger *slog.Logger) (*workspace.Session, bool) {
+	s, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
+	if err != nil {
+		logger.Error("cannot open the workspace", "err", err)
+		return nil, false
+	}
+	return s, true
+}
+
+// newLogger logs text records to stderr: stdout is the carrier's (stdio) or
+// carries only the address line (HTTP).
+func newLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, nil))
+}
+
+// running is a started carrier, as the CLI drives it.
+type running interface {
+	Wait() error
+	Stop(ctx context.Context) error
+}
+
+// stopGrace bounds the CLI's Stop: every carrier's own Stop returns within
+// 5 s (SPEC §3); the margin only guards against one that would not.
+const stopGrace = 6 * time.Second
+
+// stop stops c, logging a Stop that did not finish cleanly.
+func stop(c running, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	if err := c.Stop(ctx); err != nil {
+		logger.Warn("stop did not finish cleanly", "err", err)
+	}
+}
+
+// serveUntilDone waits until c ends on its own (exit 0, or 1 with the
+// failure logged) or ctx ends — SIGINT or SIGTERM — and then stops it (exit
+// 0: calls in flight are answered "server is shutting down").
+func serveUntilDone(ctx context.Context, c running, logger *slog.Logger) int {
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("carrier failed", "err", err)
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+		stop(c, logger)
+		return 0
+	}
+}
