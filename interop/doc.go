@@ -1,7 +1,15 @@
 // Package interop holds interoperability tests that drive the real
-// agentmcp binary ("agentmcp serve stdio") with MCP clients nobody on this
-// project wrote: the official Go SDK (github.com/modelcontextprotocol/go-sdk)
-// and, through Node, the official TypeScript SDK (interop/ts).
+// agentmcp binary ("agentmcp serve stdio", "agentmcp serve http") with MCP
+// clients nobody on this project wrote: the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) and, through Node, the official
+// TypeScript SDK (interop/ts).
+//
+// ask_test.go holds the --ask-client scenarios (SPEC §6): write_file's
+// permission and overwrite-or-keep prompts answered by the TypeScript
+// client's elicitation handler over legacy stdio (ts_ask_test.go,
+// ts/elicit.mjs) and by the Go client's elicitation handler through
+// input-required rounds at 2026-07-28, on stdio and on the loopback host
+// (gosdk_ask_test.go, httphost_test.go).
 //
 // It is a separate Go module so that the main module never depends on an MCP
 // SDK. "go test ./..." from the repository root does not enter it; run

@@ -150,9 +150,10 @@ func newWorkspace(t *testing.T) workspace {
 	return ws
 }
 
-// serverCommand returns the command serving ws over stdio.
-func serverCommand(ctx context.Context, ws workspace) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, binPath, "serve", "stdio", "--root", ws.root)
+// serverCommand returns the command serving ws over stdio, with extra
+// flags (such as --ask-client) after --root.
+func serverCommand(ctx context.Context, ws workspace, extra ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"serve", "stdio", "--root", ws.root}, extra...)...)
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
 }

@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,6 +20,7 @@ type recordingTransport struct {
 	mu       sync.Mutex
 	sent     []*jsonrpc.Request
 	received []*jsonrpc.Response
+	incoming []*jsonrpc.Request // requests and notifications the server sent
 }
 
 func (t *recordingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -33,6 +36,34 @@ func (t *recordingTransport) requests() []*jsonrpc.Request {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]*jsonrpc.Request(nil), t.sent...)
+}
+
+// serverRequests returns the requests and notifications the server sent
+// the client, in order.
+func (t *recordingTransport) serverRequests() []*jsonrpc.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*jsonrpc.Request(nil), t.incoming...)
+}
+
+// dump renders the recorded traffic for a failure log: each message the
+// client sent with the response it got, then what the server sent on its own.
+func (t *recordingTransport) dump() string {
+	var b strings.Builder
+	for _, req := range t.requests() {
+		fmt.Fprintf(&b, "-> %s id=%v %s\n", req.Method, req.ID.Raw(), req.Params)
+		if resp, ok := t.responseTo(req); ok && req.ID.IsValid() {
+			if resp.Error != nil {
+				fmt.Fprintf(&b, "<- error %v\n", resp.Error)
+			} else {
+				fmt.Fprintf(&b, "<- %s\n", resp.Result)
+			}
+		}
+	}
+	for _, req := range t.serverRequests() {
+		fmt.Fprintf(&b, "<= %s id=%v %s\n", req.Method, req.ID.Raw(), req.Params)
+	}
+	return b.String()
 }
 
 // methods returns the methods of the messages the client sent, in order.
@@ -63,11 +94,17 @@ type recordingConn struct {
 
 func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		c.t.mu.Lock()
-		c.t.received = append(c.t.received, resp)
-		c.t.mu.Unlock()
+	if err != nil {
+		return msg, err
 	}
+	c.t.mu.Lock()
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		c.t.received = append(c.t.received, m)
+	case *jsonrpc.Request:
+		c.t.incoming = append(c.t.incoming, m)
+	}
+	c.t.mu.Unlock()
 	return msg, err
 }
 

@@ -20,6 +20,26 @@ const wantTSSDKVersion = "1.32.2"
 // them.
 func TestTypeScriptSDKClient(t *testing.T) {
 	t.Parallel()
+	node := tsNode(t)
+
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	ws := newWorkspace(t)
+	cmd := exec.CommandContext(ctx, node, "interop.mjs", binPath, ws.root, ws.file)
+	cmd.Dir = "ts"
+	out, err := cmd.CombinedOutput()
+	t.Logf("node interop.mjs output (the server's stderr included):\n%s", out)
+	if err != nil {
+		t.Fatalf("TypeScript SDK client: %v", err)
+	}
+	checkNoDataRace(t, out)
+}
+
+// tsNode returns the node command after checking that interop/ts has the
+// pinned TypeScript SDK installed. It fails t, never skips, when node or the
+// npm packages are missing: scripts/test.sh installs them.
+func tsNode(t *testing.T) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not installed (%v): the TypeScript SDK client needs Node 20 or later", err)
@@ -40,15 +60,5 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if pkg.Version != wantTSSDKVersion {
 		t.Fatalf("interop/ts has @modelcontextprotocol/sdk %s installed, want %s: run scripts/test.sh (npm ci in interop/ts)", pkg.Version, wantTSSDKVersion)
 	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	defer cancel()
-	ws := newWorkspace(t)
-	cmd := exec.CommandContext(ctx, node, "interop.mjs", binPath, ws.root, ws.file)
-	cmd.Dir = "ts"
-	out, err := cmd.CombinedOutput()
-	t.Logf("node interop.mjs output (the server's stderr included):\n%s", out)
-	if err != nil {
-		t.Fatalf("TypeScript SDK client: %v", err)
-	}
+	return node
 }
