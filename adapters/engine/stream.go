@@ -16,7 +16,9 @@ import (
 type StreamOptions struct {
 	// MaxInFlight bounds the requests served at once; beyond it a tools/call
 	// gets the tool error "server is busy" and other requests -32603, at once
-	// (SPEC §4). Default 64.
+	// (SPEC §4). Default 64. initialize and ping are answered on the reader's
+	// goroutine without touching the session, so they never count and are
+	// never refused as busy.
 	MaxInFlight int
 	// MaxBatch bounds the elements of a 2025-03-26 batch. Default 64.
 	MaxBatch int
