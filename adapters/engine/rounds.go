@@ -33,6 +33,10 @@ type parkedCall struct {
 	cancel context.CancelCauseFunc
 	events chan roundEvent // at most a stale prompt and the result: never blocks
 	done   chan struct{}   // closed when the session call has returned
+	// unpark removes from the store the round parked for one of this call's
+	// prompts (or all of them, for nil): a prompt nobody waits for any more
+	// must not hold one of the bounded places.
+	unpark func(p *roundPrompt)
 
 	promptMu sync.Mutex // one prompt at a time: a second waits for the next round
 
@@ -95,6 +99,7 @@ func (pc *parkedCall) ask(ctx context.Context, form domain.Form) json.RawMessage
 	case raw := <-p.reply:
 		return raw
 	case <-ctx.Done():
+		pc.unpark(p) // the session gave up on this prompt
 		return nil
 	}
 }
@@ -231,12 +236,16 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 func (e *Engine) startParked(name string, args json.RawMessage) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
 	pc := &parkedCall{ctx: ctx, cancel: cancel, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	pc.unpark = func(p *roundPrompt) {
+		e.rounds.RemoveIf(func(x *parked) bool { return x.call == pc && (p == nil || x.prompt == p) })
+	}
 	e.parkedCalls.Add(1)
 	go func() {
 		defer e.parkedCalls.Done()
 		defer close(pc.done)
 		defer cancel(nil)
 		result, rerr := e.runTool(&call{ctx: ctx, caller: roundCaller{pc}}, name, args)
+		pc.unpark(nil) // a finished call holds no round
 		pc.events <- roundEvent{result: result, rerr: rerr}
 	}()
 	return pc

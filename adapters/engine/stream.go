@@ -460,16 +460,23 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 
 var streamIDs atomic.Uint64
 
-// addChain remembers that the request key parked pc, dropping chains whose
-// calls have ended (the map stays bounded by the parked rounds).
+// addChain remembers that the request key parked pc: key is now the
+// chain's latest id, the only one whose notifications/cancelled ends the
+// call (an earlier id of the chain is a finished request, ignored like any
+// other). Chains whose calls have ended are dropped, so the map stays
+// bounded by the parked rounds.
 func (s *Stream) addChain(key string, pc *parkedCall) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range s.chains {
+		ended := false
 		select {
 		case <-c.done:
-			delete(s.chains, k)
+			ended = true
 		default:
+		}
+		if ended || c == pc {
+			delete(s.chains, k)
 		}
 	}
 	s.chains[key] = pc
