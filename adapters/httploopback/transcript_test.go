@@ -52,13 +52,14 @@ func TestTranscriptsHTTP(t *testing.T) {
 	}
 }
 
-// httpCarrier binds the loopback host to the transcript runner.
+// httpCarrier binds the loopback host to the transcript runner, with
+// AskClient as the transcript's ask-client: header says.
 type httpCarrier struct{}
 
 func (httpCarrier) Name() string { return "http" }
 
-func (httpCarrier) Connect(t testing.TB, s ports.Session) (transcript.Conn, error) {
-	h, err := httploopback.New(httploopback.Options{Name: "agentmcp-test", Version: "1.2.3", Session: s})
+func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (transcript.Conn, error) {
+	h, err := httploopback.New(httploopback.Options{Name: "agentmcp-test", Version: "1.2.3", Session: s, AskClient: cfg.AskClient})
 	if err != nil {
 		return nil, err
 	}
@@ -261,4 +262,42 @@ func (c *httpConn) Wait() error {
 func (c *httpConn) Abort() {
 	c.cancel()
 	c.stop()
+}
+
+// TestTranscriptsHTTPAskClient proves the binding serves with the
+// transcript's ask-client: header: a modern round completes with it, and the
+// same transcript fails with AskClient off.
+func TestTranscriptsHTTPAskClient(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	const si = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}`
+	text := `A modern round over HTTP.
+ask-client: on
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{},` + meta + `}}
+#wait 1
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{},"requestState":"{{state 1}}","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}},` + meta + `}}
+#wait 2
+-- server --
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}}}},"requestState":"{{requestState}}",` + si + `}}
+{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"write\"}"}],"isError":false,` + si + `}}
+#calls write
+`
+	f, err := transcript.Parse("ask.txt", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := transcript.Play(t, httpCarrier{}, f, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := transcript.Compare(f, res); len(p) != 0 {
+		t.Fatalf("with ask-client: on: %q", p)
+	}
+	f.AskClient = false
+	_, err = transcript.Play(t, httpCarrier{}, f, 30*time.Second)
+	// Off, id 1 is answered with the closed result, which has no
+	// requestState to substitute: the run fails at the retry.
+	if err == nil || !strings.Contains(err.Error(), "requestState") {
+		t.Errorf("with AskClient off: err = %v, want the run to fail for want of a requestState", err)
+	}
 }

@@ -2,8 +2,10 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -100,6 +102,7 @@ func Compare(f *File, res Result) []string {
 		return problems
 	}
 
+	tokens := map[string]int{} // tokens matched by the placeholder → times
 	type group struct{ want, got [][]byte }
 	groups := map[string]*group{}
 	var order []string
@@ -142,10 +145,16 @@ func Compare(f *File, res Result) []string {
 					problems = append(problems, fmt.Sprintf("message %s: cannot decode: %v %v", what, werr, gerr))
 					continue
 				}
+				want = fillTokens(want, got, tokens)
 				if d := cmp.Diff(want, got); d != "" {
 					problems = append(problems, fmt.Sprintf("message %s (#%d of them) differs (-want +got):\n%s", what, i+1, d))
 				}
 			}
+		}
+	}
+	for tok, n := range tokens {
+		if n > 1 {
+			problems = append(problems, fmt.Sprintf("the requestState %s was minted %d times: every round needs a fresh token", tok, n))
 		}
 	}
 	for _, id := range f.Absent {
@@ -159,6 +168,63 @@ func Compare(f *File, res Result) []string {
 		problems = append(problems, fmt.Sprintf("the session's calls: got %v, want %v", res.Calls, f.Calls))
 	}
 	return problems
+}
+
+// TokenPlaceholder, as a string value in an expected message, matches any
+// requestState the server may mint: 43 characters of unpadded base64url
+// encoding 32 bytes (SPEC §6). Every token it matches in one run must be
+// distinct, since each round gets a fresh one.
+const TokenPlaceholder = "{{requestState}}"
+
+// ValidToken reports whether s is a requestState as SPEC §6 mints them: 32
+// bytes, base64url without padding, in canonical form (43 characters).
+func ValidToken(s string) bool {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil && len(b) == 32 && len(s) == 43
+}
+
+// fillTokens returns want with every TokenPlaceholder whose counterpart in
+// got is a valid token replaced by that token (counted in tokens), so that
+// the comparison accepts it; a placeholder facing anything else stays and
+// shows up in the diff.
+func fillTokens(want, got any, tokens map[string]int) any {
+	switch w := want.(type) {
+	case string:
+		if g, ok := got.(string); ok && w == TokenPlaceholder && ValidToken(g) {
+			tokens[g]++
+			return g
+		}
+	case map[string]any:
+		if g, ok := got.(map[string]any); ok {
+			for k, wv := range w {
+				if gv, ok := g[k]; ok {
+					w[k] = fillTokens(wv, gv, tokens)
+				}
+			}
+		}
+	case []any:
+		if g, ok := got.([]any); ok {
+			for i := range min(len(w), len(g)) {
+				w[i] = fillTokens(w[i], g[i], tokens)
+			}
+		}
+	}
+	return want
+}
+
+// tokenMemberRE finds a minted requestState in a server message's text.
+var tokenMemberRE = regexp.MustCompile(`"requestState":"[A-Za-z0-9_-]{43}"`)
+
+// MaskTokens replaces every valid requestState member value in m by
+// TokenPlaceholder: -update writes the placeholder, never a random token.
+func MaskTokens(m json.RawMessage) json.RawMessage {
+	return tokenMemberRE.ReplaceAllFunc(m, func(b []byte) []byte {
+		tok := string(b[len(`"requestState":"`) : len(b)-1])
+		if !ValidToken(tok) {
+			return b
+		}
+		return []byte(`"requestState":"` + TokenPlaceholder + `"`)
+	})
 }
 
 // UpdateOrder orders a run's messages for -update: arrival order, except

@@ -27,6 +27,8 @@
 //	carriers: NAME... only these carriers run it (default: all)
 //	bug: TEXT         a known server bug this transcript catches; a failure
 //	                  message quotes it (see internal/transcript/BUGS.md)
+//	ask-client: on    the carrier serves with its AskClient option on (SPEC
+//	                  §6); "off" or no header leaves it off, its default
 //
 // A section starts with a line "-- NAME --". Exactly two sections exist,
 // "client" then "server"; unknown or repeated sections are errors.
@@ -36,8 +38,20 @@
 // Steps, in order. A line that does not start with '#' is sent verbatim
 // followed by "\n" (it need not be JSON: "hello" is sent as is). Blank lines
 // are skipped, so that a transcript can breathe; a line starting with "# "
-// (or a lone "#") is a comment. Every other line starting with '#' is a
-// directive:
+// (or a lone "#") is a comment. A line may hold requestState references,
+// replaced before it is sent (not in #raw):
+//
+//	{{state ID}}          the result.requestState of the response with id ID
+//	                      that the latest preceding #wait ID consumed (a parse
+//	                      error without one); the run fails unless it is a
+//	                      token as SPEC §6 mints them: 32 bytes, unpadded
+//	                      base64url, 43 characters
+//	{{state ID tampered}} the same token with its first character changed
+//	                      (still well-formed, never minted)
+//
+// so a client can retry an input-required round with the server's random
+// token: "requestState":"{{state 1}}". Every other line starting with '#'
+// is a directive:
 //
 //	#raw "GO-STRING"        send exactly these bytes (strconv.Quote syntax, no
 //	                        newline added): empty lines, CRLF, a line starting
@@ -54,12 +68,17 @@
 //	#wait-started NAME [N]  wait until the session has started N more calls
 //	                        (default 1) of tool NAME ("submit" for Submit)
 //	#wait-ended NAME [N]    wait until N more calls of NAME have returned
+//	#wait-request METHOD    wait until one more server-to-client request
+//	                        METHOD has arrived than earlier #wait-request
+//	                        METHOD steps consumed (it is not answered)
 //	#release                end every blocked slow call successfully (once)
 //	#set-tools JSON         replace the session's runtime catalog (a JSON array
 //	                        of {name, description, inputSchema})
 //	#answer METHOD JSON     wait for a server-to-client request METHOD not yet
 //	                        answered and send {"jsonrpc":"2.0","id":<its id>,
 //	                        "result":JSON}
+//	#answer-error METHOD JSON  the same, answering with {"jsonrpc":"2.0",
+//	                        "id":<its id>,"error":JSON} (JSON an object)
 //	#close                  close the client's output (stdin on stdio); it is
 //	                        also closed after the last step
 //
@@ -72,6 +91,13 @@
 //	#calls NAME... the session received exactly these calls, in any order
 //	               ("#calls" alone: none); "submit" stands for Submit
 //	# text         a comment
+//
+// An expected message may hold the string "{{requestState}}" where the
+// server mints a token ([TokenPlaceholder]): it matches any 43-character
+// base64url encoding of 32 bytes, and every token it matches in one run must
+// be distinct (each round gets a fresh one). Anything else in its place is a
+// difference. (ignore: result.requestState would drop the member instead,
+// unchecked.)
 //
 // # Matching
 //
@@ -95,19 +121,26 @@
 // transcript whose output differs: #absent lines are kept, messages follow in
 // arrival order except that each run of consecutive messages with ids is
 // sorted by the client step that sent the id, so concurrent answers do not
-// churn, and a #calls line present before is refreshed. Transcripts that pass
+// churn, every minted requestState is written as "{{requestState}}", and a
+// #calls line present before is refreshed. Transcripts that pass
 // are not rewritten, and neither are transcripts with a bug: header: they
 // hold the SPEC's answer, not the server's.
 //
 // # Session and carriers
 //
 // Every transcript runs against a fresh internal/fake session (tools echo,
-// fail, boom, slow, progress, write; prompts "refuse", "fail", "slow"),
-// named agentmcp-test 1.2.3 by the stdio binding. A carrier is bound by
-// implementing [Carrier]; the stdio binding (a real stdio.Transport over
-// io.Pipes) is in stdio_test.go, which also owns the -update flag:
+// fail, boom, slow, progress, and write, which asks permission and succeeds
+// only when allowed once; prompts "refuse", "fail", "slow", and
+// "background", whose background agent "indexer" asks permission through
+// the turn's Caller), named agentmcp-test 1.2.3 by the bindings. A carrier
+// is bound by implementing [Carrier]; [Carrier.Connect] receives the
+// transcript's [Config] (AskClient from the ask-client: header) and must
+// serve with it. The stdio binding (a real stdio.Transport over io.Pipes) is
+// in stdio_test.go, which also owns the -update flag; the loopback host's
+// (one POST per client line) is in adapters/httploopback/transcript_test.go:
 //
 //	go test ./internal/transcript/ -run TestTranscriptsStdio [-update]
+//	go test ./adapters/httploopback/ -run TestTranscriptsHTTP
 //
 // # Synchronisation
 //

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,9 @@ type File struct {
 	Ignore   []string // ignore: header
 	Carriers []string // carriers: header; empty means all
 	Bugs     []string // bug: header lines
+	// AskClient is the ask-client: header: the carrier serves with asking
+	// the client on (SPEC §6). Off by default, like the option.
+	AskClient bool
 
 	ClientText string // the client section, verbatim (kept by -update)
 	Steps      []Step
@@ -34,10 +38,20 @@ type File struct {
 // Step is one client step: bytes to send or a directive.
 type Step struct {
 	Line int    // 1-based line in the file
-	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "release", "set-tools", "answer", "close"
-	Data []byte // send: bytes; set-tools, answer: JSON
-	Arg  string // wait: compact id; wait-started/-ended: name; answer: method; fill: the byte
+	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "wait-request", "release", "set-tools", "answer", "answer-error", "close"
+	Data []byte // send: bytes; set-tools, answer, answer-error: JSON
+	Arg  string // wait: compact id; wait-started/-ended: name; wait-request, answer, answer-error: method; fill: the byte
 	N    int    // fill: size; wait-started/-ended: count
+	// States are the {{state ID}} references of a send step, in order:
+	// each is replaced by a requestState the server minted before sending.
+	States []StateRef
+}
+
+// StateRef is one {{state ID}} or {{state ID tampered}} in a client line.
+type StateRef struct {
+	Text     string // the reference as written, replaced when sending
+	ID       string // compact JSON text of the id whose response minted it
+	Tampered bool   // send the token with its first character changed
 }
 
 // Load parses every *.txt file under dir, sorted by name.
@@ -134,6 +148,15 @@ func Parse(path string, data []byte) (*File, error) {
 			} else {
 				return nil, errorf(i+1, "empty bug: header")
 			}
+		case "ask-client":
+			switch strings.TrimSpace(val) {
+			case "on":
+				f.AskClient = true
+			case "off":
+				f.AskClient = false
+			default:
+				return nil, errorf(i+1, "ask-client: wants on or off, got %q", strings.TrimSpace(val))
+			}
 		}
 	}
 	if strings.TrimSpace(f.Comment) == "" {
@@ -151,6 +174,17 @@ func Parse(path string, data []byte) (*File, error) {
 			return nil, errorf(client.start+j+1, "%v", err)
 		}
 		f.Steps = append(f.Steps, steps...)
+	}
+	waited := map[string]bool{}
+	for _, st := range f.Steps {
+		for _, r := range st.States {
+			if !waited[r.ID] {
+				return nil, errorf(st.Line, "%s needs a #wait %s before it (the response that minted the token)", r.Text, r.ID)
+			}
+		}
+		if st.Kind == "wait" {
+			waited[st.Arg] = true
+		}
 	}
 
 	var buf bytes.Buffer
@@ -218,7 +252,11 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 		return nil, nil
 	}
 	if !strings.HasPrefix(l, "#") {
-		return []Step{{Line: lineNo, Kind: "send", Data: []byte(l + "\n")}}, nil
+		refs, err := stateRefs(l)
+		if err != nil {
+			return nil, err
+		}
+		return []Step{{Line: lineNo, Kind: "send", Data: []byte(l + "\n"), States: refs}}, nil
 	}
 	if isComment(l) {
 		return nil, nil
@@ -261,6 +299,11 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 			return nil, fmt.Errorf("#wait: %v", err)
 		}
 		st.Arg = id
+	case "wait-request":
+		if rest == "" || strings.ContainsAny(rest, " \t") {
+			return nil, fmt.Errorf("#wait-request wants METHOD")
+		}
+		st.Arg = rest
 	case "wait-idless", "release", "close":
 		if rest != "" {
 			return nil, fmt.Errorf("#%s takes no argument", name)
@@ -290,10 +333,40 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 			return nil, fmt.Errorf("#answer wants METHOD JSON")
 		}
 		st.Arg, st.Data = method, []byte(result)
+	case "answer-error":
+		method, e, ok := strings.Cut(rest, " ")
+		e = strings.TrimSpace(e)
+		if !ok || !json.Valid([]byte(e)) || !strings.HasPrefix(e, "{") {
+			return nil, fmt.Errorf("#answer-error wants METHOD JSON-OBJECT (the error member)")
+		}
+		st.Arg, st.Data = method, []byte(e)
 	default:
 		return nil, fmt.Errorf("unknown client directive #%s (to send a line starting with '#', use #raw)", name)
 	}
 	return []Step{st}, nil
+}
+
+// stateRefRE matches one {{state ID}} or {{state ID tampered}}; the id is
+// JSON text without spaces or braces.
+var stateRefRE = regexp.MustCompile(`\{\{state ([^ {}]+)( tampered)?\}\}`)
+
+// stateRefs finds the {{state ...}} references of a client line.
+func stateRefs(l string) ([]StateRef, error) {
+	if !strings.Contains(l, "{{state") {
+		return nil, nil
+	}
+	var refs []StateRef
+	for _, m := range stateRefRE.FindAllStringSubmatch(l, -1) {
+		id, err := compactID(m[1])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", m[0], err)
+		}
+		refs = append(refs, StateRef{Text: m[0], ID: id, Tampered: m[2] != ""})
+	}
+	if strings.Count(l, "{{state") != len(refs) {
+		return nil, fmt.Errorf("a malformed {{state ID}} or {{state ID tampered}} in %q", l)
+	}
+	return refs, nil
 }
 
 // parseSize parses N, NKiB, NMiB with an optional +N or -N.

@@ -9,16 +9,23 @@ import (
 	"github.com/agentmcp/agentmcp/internal/transcript"
 )
 
-// specRows lists every SPEC row (§1–§4, as they apply to stdio) and every
-// stdio wire case of cases/wire-cases.md that a transcript must pin, with the
-// SPEC text it stands for. TestRowCoverage fails when a row has no
+// specRows lists every SPEC row (§1–§4 as they apply to stdio, §6 as it
+// applies to stdio and the loopback host) and every stdio wire case of
+// cases/wire-cases.md that a transcript must pin, with the SPEC text it
+// stands for. TestRowCoverage fails when a row has no
 // transcript whose rows: header names it, or a header names an unknown row.
 //
 // Left out on purpose, because they cannot be exercised over stdio: the HTTP
 // statuses and headers of §4 (-32020 header mismatch, 202/400/404/405/406/
 // 413/415/503, SSE, the 16-element HTTP batch bound) and K6, K8, K9; and
 // the 500-byte cut of §1 (the fake session has no long error; domain's
-// ClientMessage tests cover it).
+// ClientMessage tests cover it). From §6: ask prompts (the fake session
+// raises permission prompts only; domain's form tests and the workspace
+// session cover asks and masked asks), the 30-minute lifetime and its timer
+// (engine tests on a fake clock), the 64-per-host bound, a token presented
+// by another principal (one transcript is one stdio stream, and the loopback
+// host is one principal; the engine tests cover it) and a cancelled or
+// disconnected HTTP retry.
 var specRows = []struct{ id, text string }{
 	// §1 the session port, as seen on the wire.
 	{"spec1-progress", "Progress(ctx, progress, total, message) → sends notifications/progress when the request carried a progressToken; otherwise does nothing."},
@@ -90,6 +97,37 @@ var specRows = []struct{ id, text string }{
 	{"spec4-not-json", "Not JSON → -32700 with no id."},
 	{"spec4-not-request", "JSON that is not a request object → -32600 (with the id when one can be recovered)."},
 	{"spec4-inflight-bound", "At most 64 requests in flight: beyond that a tools/call gets the tool error server is busy, other requests -32603, at once."},
+
+	// §6 asking the client (AskClient).
+	{"spec6-off", "Off by default: every prompt settles closed at once."},
+	{"spec6-legacy-elicit", "legacy on stdio, negotiated ≥ 2025-06-18, declared form elicitation (elicitation:{} or {\"form\":{}}) → elicitation/create during the call."},
+	{"spec6-legacy-closed", "legacy without the capability, or negotiated < 2025-06-18 → settles closed (the tool error)."},
+	{"spec6-legacy-http-closed", "legacy on HTTP → settles closed (the tool error)."},
+	{"spec6-permission-form", "The engine owns the message template. Permission → one required property decision: {\"type\":\"string\",\"enum\":[\"allow_once\",\"deny\"]}."},
+	{"spec6-allow-once", "accept + allow_once → allowed once (nothing grants a remembered permission)."},
+	{"spec6-deny", "deny, decline, cancel … → the permission error stays."},
+	{"spec6-malformed", "a malformed answer → the permission error stays."},
+	{"spec6-client-error", "a client error → the permission error stays."},
+	{"spec6-background-agent", "A background agent's prompt names the agent in the message."},
+	{"spec6-legacy-ids", "Legacy stdio: server-to-client requests use their own id space (strings such as \"srv-1\")."},
+	{"spec6-legacy-mode", "mode is omitted for 2025-06-18 (and \"form\" after it)."},
+	{"spec6-legacy-cancelled", "The wait ends with … the call's cancellation … — then we send notifications/cancelled for our request so the client can close its dialog."},
+	{"spec6-legacy-stream-closed", "The wait ends with … the stream closing — then we send notifications/cancelled for our request."},
+	{"spec6-legacy-unknown-response", "A response for an unknown id is ignored."},
+	{"spec6-rounds", "modern (2026-07-28), any carrier → input-required rounds: {\"resultType\":\"input_required\",\"inputRequests\":{\"prompt\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":…,\"requestedSchema\":…}}},\"requestState\":\"<token>\"}; one prompt per round, under the fixed key prompt."},
+	{"spec6-rounds-resume", "The client retries the same tools/call (new id) with inputResponses and the same requestState; the answer resumes the call, whose next prompt or final result answers the retry."},
+	{"spec6-rounds-capability", "A client without the (form) elicitation capability → settles closed."},
+	{"spec6-rounds-missing", "A retry whose inputResponses.prompt is missing gets the same prompt again under a fresh token."},
+	{"spec6-rounds-extra-keys", "Extra keys are ignored."},
+	{"spec6-rounds-wrong-type", "inputResponses or requestState of the wrong JSON type → -32602."},
+	{"spec6-token-shape", "requestState: 32 random bytes (crypto/rand), base64url."},
+	{"spec6-token-single-use", "requestState: single use; used → -32602 and nothing resumes."},
+	{"spec6-token-unknown", "Unknown → -32602 and nothing resumes; a failed check does not use the round up."},
+	{"spec6-token-mismatch", "Bound to the tool name and SHA-256 of the arguments in canonical JSON (keys sorted, numbers as written); mismatched → -32602 and nothing resumes; a failed check does not use the round up."},
+	{"spec6-token-modern-only", "requestState is valid only for a modern tools/call."},
+	{"spec6-rounds-cancel-chain", "A notifications/cancelled naming the latest id of the chain (stdio) ends the parked call: its prompts settle closed."},
+	{"spec6-rounds-bound", "At most 4 parked rounds per principal; beyond that a new prompt settles closed at once."},
+	{"spec6-off-token", "With AskClient off no round exists: any requestState is unknown → -32602."},
 
 	// cases/wire-cases.md, the stdio cases.
 	{"K1", "One bad stdio line must not end the session."},

@@ -24,9 +24,17 @@ import (
 type Carrier interface {
 	// Name is matched against a transcript's carriers: header.
 	Name() string
-	// Connect starts serving s and returns the client's end. It is called
-	// once per transcript, inside the bubble when [Options.Bubble] is set.
-	Connect(t testing.TB, s ports.Session) (Conn, error)
+	// Connect starts serving s, configured as cfg asks, and returns the
+	// client's end. It is called once per transcript, inside the bubble
+	// when [Options.Bubble] is set.
+	Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error)
+}
+
+// Config is what a transcript asks of the server a carrier builds for it.
+type Config struct {
+	// AskClient turns on asking the client (SPEC §6: the carrier's
+	// AskClient option), from the ask-client: on header.
+	AskClient bool
 }
 
 // Conn is the client's end of one served connection. Send, CloseSend and
@@ -99,7 +107,11 @@ func Run(t *testing.T, c Carrier, f *File, opts Options) {
 			return
 		}
 		if opts.Update {
-			out := Format(f, UpdateOrder(f, res.Messages), res.Calls)
+			msgs := UpdateOrder(f, res.Messages)
+			for i, m := range msgs {
+				msgs[i] = MaskTokens(m)
+			}
+			out := Format(f, msgs, res.Calls)
 			if err := os.WriteFile(f.Path, out, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +169,7 @@ type Result struct {
 func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, err error) {
 	s := newSession()
 	defer s.close()
-	conn, err := c.Connect(t, s)
+	conn, err := c.Connect(t, s, Config{AskClient: f.AskClient})
 	if err != nil {
 		return res, fmt.Errorf("connect: %w", err)
 	}
@@ -175,7 +187,8 @@ func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	p := &player{f: f, s: s, conn: conn, in: in, deadline: deadline.C,
-		waited: make(map[string]int), started: make(map[string]int), ended: make(map[string]int), answered: make(map[int]bool)}
+		waited: make(map[string]int), started: make(map[string]int), ended: make(map[string]int),
+		requested: make(map[string]int), answered: make(map[int]bool)}
 	defer func() {
 		res.Messages = in.snapshot()
 		res.Calls = s.Calls()
@@ -206,11 +219,12 @@ type player struct {
 	deadline <-chan time.Time
 	closed   bool
 
-	waited   map[string]int // #wait id → messages consumed
-	idless   int
-	started  map[string]int
-	ended    map[string]int
-	answered map[int]bool // message index → answered
+	waited    map[string]int // #wait id → messages consumed
+	idless    int
+	started   map[string]int
+	ended     map[string]int
+	requested map[string]int // #wait-request method → requests consumed
+	answered  map[int]bool   // message index → answered
 }
 
 func (p *player) play() error {
@@ -246,7 +260,11 @@ func (p *player) play() error {
 func (p *player) step(st Step) error {
 	switch st.Kind {
 	case "send":
-		return p.send(st.Data)
+		data, err := p.substitute(st)
+		if err != nil {
+			return err
+		}
+		return p.send(data)
 	case "fill":
 		return p.fill(st.N, st.Arg[0])
 	case "wait":
@@ -304,7 +322,19 @@ func (p *player) step(st Step) error {
 		}
 		p.s.SetTools(tools)
 		return nil
-	case "answer":
+	case "wait-request":
+		p.requested[st.Arg]++
+		want := p.requested[st.Arg]
+		return p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
+			n := 0
+			for _, m := range msgs {
+				if k, method := classify(m); strings.HasPrefix(k, "req:") && method == st.Arg {
+					n++
+				}
+			}
+			return n >= want
+		})
+	case "answer", "answer-error":
 		var idx int
 		var id json.RawMessage
 		err := p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
@@ -320,7 +350,11 @@ func (p *player) step(st Step) error {
 			return err
 		}
 		p.answered[idx] = true
-		resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": json.RawMessage(st.Data)})
+		member := "result"
+		if st.Kind == "answer-error" {
+			member = "error"
+		}
+		resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, member: json.RawMessage(st.Data)})
 		if err != nil {
 			return err
 		}
@@ -333,6 +367,50 @@ func (p *player) step(st Step) error {
 		return p.conn.CloseSend()
 	}
 	return fmt.Errorf("unknown step")
+}
+
+// substitute returns a send step's bytes with each {{state ID}} replaced by
+// the requestState of the response with id ID that the latest #wait ID
+// consumed. The token must be one SPEC §6 allows (32 bytes of base64url);
+// "tampered" changes its first character, which keeps it well-formed.
+func (p *player) substitute(st Step) ([]byte, error) {
+	data := st.Data
+	for _, r := range st.States {
+		n := p.waited[r.ID]
+		if n == 0 {
+			return nil, fmt.Errorf("%s: no #wait %s before it", r.Text, r.ID)
+		}
+		var resp []byte
+		for _, m := range p.in.snapshot() {
+			if k, _ := classify(m); k == "id:"+r.ID {
+				if n--; n == 0 {
+					resp = m
+					break
+				}
+			}
+		}
+		var v struct {
+			Result struct {
+				RequestState *string `json:"requestState"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(resp, &v) != nil || v.Result.RequestState == nil {
+			return nil, fmt.Errorf("%s: the response with id %s that #wait %s consumed has no string result.requestState: %s", r.Text, r.ID, r.ID, truncate(resp, 400))
+		}
+		tok := *v.Result.RequestState
+		if !ValidToken(tok) {
+			return nil, fmt.Errorf("%s: result.requestState %q is not 32 bytes of base64url (43 characters, no padding)", r.Text, tok)
+		}
+		if r.Tampered {
+			c := byte('A')
+			if tok[0] == 'A' {
+				c = 'B'
+			}
+			tok = string(c) + tok[1:]
+		}
+		data = bytes.Replace(data, []byte(r.Text), []byte(tok), 1)
+	}
+	return data, nil
 }
 
 // send writes p, bounded by the deadline (a server that stopped reading

@@ -26,15 +26,16 @@ func TestTranscriptsStdio(t *testing.T) {
 }
 
 // stdioCarrier binds the stdio carrier to the transcript runner: a real
-// stdio.Transport whose stdin and stdout are io.Pipes.
+// stdio.Transport whose stdin and stdout are io.Pipes, with AskClient as the
+// transcript's ask-client: header says.
 type stdioCarrier struct{}
 
 func (stdioCarrier) Name() string { return "stdio" }
 
-func (stdioCarrier) Connect(t testing.TB, s ports.Session) (transcript.Conn, error) {
+func (stdioCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (transcript.Conn, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	tr, err := stdio.New(stdio.Options{Name: "agentmcp-test", Version: "1.2.3", Stdin: inR, Stdout: outW})
+	tr, err := stdio.New(stdio.Options{Name: "agentmcp-test", Version: "1.2.3", Stdin: inR, Stdout: outW, AskClient: cfg.AskClient})
 	if err != nil {
 		return nil, err
 	}

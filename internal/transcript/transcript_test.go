@@ -2,11 +2,15 @@ package transcript_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -32,6 +36,7 @@ rows: a b
 rows: c
 ignore: result._meta error.data
 bug: something is wrong
+ask-client: on
 -- client --
 {"jsonrpc":"2.0","id":1,"method":"ping"}
 
@@ -47,6 +52,9 @@ bug: something is wrong
 #release
 #set-tools [{"name":"x","description":"","inputSchema":{"type":"object"}}]
 #answer elicitation/create {"action":"decline"}
+#answer-error elicitation/create {"code":-32603,"message":"no UI"}
+#wait-request elicitation/create
+{"id":3,"params":{"requestState":"{{state 1}}","other":"{{state "a" tampered}}"}}
 #close
 -- server --
 #absent 14
@@ -68,7 +76,7 @@ bug: something is wrong
 	for _, s := range f.Steps {
 		kinds = append(kinds, s.Kind)
 	}
-	want := "send send fill send send send wait wait wait-idless wait-started wait-ended release set-tools answer close"
+	want := "send send fill send send send wait wait wait-idless wait-started wait-ended release set-tools answer answer-error wait-request send close"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("steps\n got %s\nwant %s", got, want)
 	}
@@ -86,6 +94,19 @@ bug: something is wrong
 	}
 	if s := f.Steps[9]; s.Arg != "slow" || s.N != 2 {
 		t.Errorf("#wait-started: %q %d", s.Arg, s.N)
+	}
+	if !f.AskClient {
+		t.Error("ask-client: on not parsed")
+	}
+	if s := f.Steps[14]; s.Arg != "elicitation/create" || string(s.Data) != `{"code":-32603,"message":"no UI"}` {
+		t.Errorf("#answer-error: %q %s", s.Arg, s.Data)
+	}
+	if s := f.Steps[15]; s.Arg != "elicitation/create" {
+		t.Errorf("#wait-request: %q", s.Arg)
+	}
+	want2 := []transcript.StateRef{{Text: "{{state 1}}", ID: "1"}, {Text: `{{state "a" tampered}}`, ID: `"a"`, Tampered: true}}
+	if s := f.Steps[16]; len(s.States) != 2 || s.States[0] != want2[0] || s.States[1] != want2[1] {
+		t.Errorf("state references: %+v, want %+v", s.States, want2)
 	}
 	if len(f.Server) != 2 || strings.Join(f.Absent, " ") != "14" || strings.Join(f.Calls, " ") != "echo slow" || !f.HasCalls {
 		t.Errorf("server: %d messages, absent %q, calls %q", len(f.Server), f.Absent, f.Calls)
@@ -106,6 +127,15 @@ func TestParseErrors(t *testing.T) {
 		{"bad server json", "c\n-- client --\n-- server --\n{\"a\":\n", "server section"},
 		{"unknown server directive", "c\n-- client --\n-- server --\n#wait 1\n", "unknown server directive"},
 		{"carriage return", "c\r\rx\n-- client --\n-- server --\n", "carriage return"},
+		{"bad ask-client", "c\nask-client: yes\n-- client --\n-- server --\n", "ask-client: wants on or off"},
+		{"state without wait", "c\n-- client --\n#wait 2\n{\"s\":\"{{state 1}}\"}\n-- server --\n", "needs a #wait 1 before it"},
+		{"state before its wait", "c\n-- client --\n{\"s\":\"{{state 1}}\"}\n#wait 1\n-- server --\n", "needs a #wait 1 before it"},
+		{"state malformed", "c\n-- client --\n#wait 1\n{\"s\":\"{{state 1 twice}}\"}\n-- server --\n", "malformed {{state"},
+		{"state no id", "c\n-- client --\n{\"s\":\"{{state}}\"}\n-- server --\n", "malformed {{state"},
+		{"state bad id", "c\n-- client --\n{\"s\":\"{{state abc}}\"}\n-- server --\n", "want an id"},
+		{"answer-error not an object", "c\n-- client --\n#answer-error elicitation/create [1]\n-- server --\n", "#answer-error wants"},
+		{"answer-error no JSON", "c\n-- client --\n#answer-error elicitation/create\n-- server --\n", "#answer-error wants"},
+		{"wait-request no method", "c\n-- client --\n#wait-request\n-- server --\n", "#wait-request wants"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := transcript.Parse("x.txt", []byte(tc.text))
@@ -234,6 +264,39 @@ func TestStdioRunCanFail(t *testing.T) {
 {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"echo\",\"result\":{},\"executionId\":\"exec-1\"}"}],"isError":false}}
 #calls
 `, "the session's calls"},
+		// Without ask-client: on the carrier serves with AskClient off, so
+		// the elicitation this transcript expects never comes.
+		{"ask-client off", `c
+-- client --
+{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{}}}
+#wait 1
+-- server --
+{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}
+{"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}}}
+{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":false,\"toolName\":\"write\",\"error\":\"Permission denied\"}"}],"isError":true}}
+`, `missing message request with id "srv-1"`},
+		// With it, a modern write is parked; a transcript expecting the
+		// closed answer fails.
+		{"ask-client on", `c
+ask-client: on
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}
+#wait 1
+-- server --
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"success\":false,\"toolName\":\"write\",\"error\":\"Permission denied\"}"}],"isError":true,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}}
+`, `input_required`},
+		{"state of another round", `c
+ask-client: on
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}
+#wait 1
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{},"requestState":"{{state 1 tampered}}","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}
+#wait 2
+-- server --
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}}}},"requestState":"{{requestState}}","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}}
+{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"write\"}"}],"isError":false,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}}
+`, `-32602`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := mustParse(t, tc.text)
@@ -255,7 +318,7 @@ func TestStdioRunCanFail(t *testing.T) {
 // the run (after the fake timeout) instead of hanging, and that the runner
 // still stops the server.
 func TestStdioRunTimesOut(t *testing.T) {
-	for _, step := range []string{"#wait 1", "#wait-started slow", "#wait-ended echo", "#wait-idless"} {
+	for _, step := range []string{"#wait 1", "#wait-started slow", "#wait-ended echo", "#wait-idless", "#wait-request elicitation/create", "#answer elicitation/create {}"} {
 		t.Run(step, func(t *testing.T) {
 			f := mustParse(t, "c\n-- client --\n{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n"+step+"\n-- server --\n")
 			synctest.Test(t, func(t *testing.T) {
@@ -357,7 +420,7 @@ type scriptedCarrier struct{}
 
 func (scriptedCarrier) Name() string { return "scripted" }
 
-func (scriptedCarrier) Connect(testing.TB, ports.Session) (transcript.Conn, error) {
+func (scriptedCarrier) Connect(testing.TB, ports.Session, transcript.Config) (transcript.Conn, error) {
 	c := &scriptedConn{out: make(chan []byte, 16), done: make(chan struct{})}
 	c.out <- []byte(`{"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{}}`)
 	return c, nil
@@ -366,6 +429,7 @@ func (scriptedCarrier) Connect(testing.TB, ports.Session) (transcript.Conn, erro
 type scriptedConn struct {
 	out  chan []byte
 	done chan struct{}
+	once sync.Once
 	buf  []byte
 }
 
@@ -381,7 +445,8 @@ func (c *scriptedConn) Send(p []byte) error {
 		c.out <- b
 	}
 }
-func (c *scriptedConn) CloseSend() error { close(c.out); close(c.done); return nil }
+func (c *scriptedConn) CloseSend() error { c.end(); return nil }
+func (c *scriptedConn) end()             { c.once.Do(func() { close(c.out); close(c.done) }) }
 func (c *scriptedConn) Recv() ([]byte, error) {
 	b, ok := <-c.out
 	if !ok {
@@ -390,7 +455,7 @@ func (c *scriptedConn) Recv() ([]byte, error) {
 	return b, nil
 }
 func (c *scriptedConn) Wait() error { <-c.done; return nil }
-func (c *scriptedConn) Abort()      {}
+func (c *scriptedConn) Abort()      { c.end() }
 
 // TestAnswerDirective checks that #answer replies to the server's request
 // with its own id, and that server requests are matched by id.
@@ -413,4 +478,235 @@ func TestAnswerDirective(t *testing.T) {
 	if p := transcript.Compare(f, res); len(p) == 0 {
 		t.Error("a wrong answer was not noticed")
 	}
+}
+
+// token returns a valid requestState: 32 bytes of b, base64url.
+func token(b byte) string {
+	return base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32))
+}
+
+// TestTokenPlaceholder proves "{{requestState}}" in an expected message
+// accepts any well-formed, fresh token and nothing else.
+func TestTokenPlaceholder(t *testing.T) {
+	f := mustParse(t, `c
+-- client --
+-- server --
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"{{requestState}}"}}
+{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","requestState":"{{requestState}}"}}
+`)
+	msg := func(id int, state string) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{"resultType":"input_required","requestState":%q}}`, id, state)
+	}
+	res := func(msgs ...[]byte) transcript.Result { return transcript.Result{Messages: msgs} }
+	if p := transcript.Compare(f, res(msg(1, token(1)), msg(2, token(2)))); len(p) != 0 {
+		t.Fatalf("two fresh tokens reported: %q", p)
+	}
+	for _, tc := range []struct {
+		name string
+		res  transcript.Result
+		want string
+	}{
+		{"same token twice", res(msg(1, token(1)), msg(2, token(1))), "minted 2 times"},
+		{"too short", res(msg(1, token(1)[:42]), msg(2, token(2))), "differs"},
+		{"padded", res(msg(1, token(1)+"="), msg(2, token(2))), "differs"},
+		{"standard base64", res(msg(1, "+"+token(1)[1:]), msg(2, token(2))), "differs"},
+		{"not canonical", res(msg(1, token(1)[:42]+"B"), msg(2, token(2))), "differs"},
+		{"missing", res([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`), msg(2, token(2))), "differs"},
+		{"not a string", res([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":7}}`), msg(2, token(2))), "differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := transcript.Compare(f, tc.res)
+			if !strings.Contains(strings.Join(p, "\n"), tc.want) {
+				t.Errorf("problems %q, want one mentioning %q", p, tc.want)
+			}
+		})
+	}
+	if transcript.ValidToken(token(1)[:42]+"B") || !transcript.ValidToken(token(1)) {
+		t.Error("ValidToken accepts a non-canonical token or refuses a canonical one")
+	}
+}
+
+func TestMaskTokens(t *testing.T) {
+	in := `{"id":1,"result":{"requestState":"` + token(7) + `","note":"` + token(8) + `"}}`
+	want := `{"id":1,"result":{"requestState":"{{requestState}}","note":"` + token(8) + `"}}`
+	if got := string(transcript.MaskTokens(json.RawMessage(in))); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	bad := `{"result":{"requestState":"` + token(7)[:42] + `B"}}`
+	if got := string(transcript.MaskTokens(json.RawMessage(bad))); got != bad {
+		t.Errorf("a malformed token was masked: %s", got)
+	}
+}
+
+// tokenCarrier is a stand-in server for testing {{state ID}}: it answers
+// each line {"id":ID,...} with {"jsonrpc":"2.0","id":ID,"result":{
+// "requestState":mint(n),"got":<line>}} (n counts from 1); mint returning
+// "" leaves requestState out. It records the Config it was given.
+type tokenCarrier struct {
+	mint func(n int) string
+	cfg  *transcript.Config
+}
+
+func (tokenCarrier) Name() string { return "token" }
+
+func (c tokenCarrier) Connect(_ testing.TB, _ ports.Session, cfg transcript.Config) (transcript.Conn, error) {
+	if c.cfg != nil {
+		*c.cfg = cfg
+	}
+	return &tokenConn{mint: c.mint, out: make(chan []byte, 16)}, nil
+}
+
+type tokenConn struct {
+	mint func(int) string
+	n    int
+	out  chan []byte
+	once sync.Once
+	buf  []byte
+}
+
+func (c *tokenConn) Send(p []byte) error {
+	c.buf = append(c.buf, p...)
+	for {
+		line, rest, ok := strings.Cut(string(c.buf), "\n")
+		if !ok {
+			return nil
+		}
+		c.buf = []byte(rest)
+		var m struct{ ID json.RawMessage }
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		c.n++
+		r := map[string]any{"got": line}
+		if tok := c.mint(c.n); tok != "" {
+			r["requestState"] = tok
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": r})
+		c.out <- b
+	}
+}
+func (c *tokenConn) CloseSend() error { c.Abort(); return nil }
+func (c *tokenConn) Recv() ([]byte, error) {
+	b, ok := <-c.out
+	if !ok {
+		return nil, io.EOF
+	}
+	return b, nil
+}
+func (c *tokenConn) Wait() error { return nil }
+func (c *tokenConn) Abort()      { c.once.Do(func() { close(c.out) }) }
+
+// gotOf returns what the token carrier saw for the last message with id.
+func gotOf(t *testing.T, res transcript.Result, id string) string {
+	t.Helper()
+	var line string
+	for _, m := range res.Messages {
+		var v struct {
+			ID     json.RawMessage
+			Result struct{ Got string }
+		}
+		if json.Unmarshal(m, &v) == nil && string(v.ID) == id {
+			line = v.Result.Got
+		}
+	}
+	if line == "" {
+		t.Fatalf("no answer for id %s in %q", id, res.Messages)
+	}
+	return line
+}
+
+// TestStateSubstitution proves {{state ID}} sends the token of the response
+// the latest #wait ID consumed, that "tampered" changes it, and that a
+// missing or malformed token fails the run.
+func TestStateSubstitution(t *testing.T) {
+	fresh := func(n int) string { return token(byte(n)) }
+	f := mustParse(t, `c
+ask-client: on
+-- client --
+{"id":1}
+#wait 1
+{"id":2,"s":"{{state 1}}"}
+#wait 2
+{"id":1}
+#wait 1
+{"id":3,"s":"{{state 1}}","t":"{{state 2 tampered}}","u":"{{state 1}}"}
+#wait 3
+-- server --
+`)
+	var cfg transcript.Config
+	res, err := transcript.Play(t, tokenCarrier{mint: fresh, cfg: &cfg}, f, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AskClient {
+		t.Error("ask-client: on did not reach the carrier's Config")
+	}
+	if got, want := gotOf(t, res, "2"), `{"id":2,"s":"`+token(1)+`"}`; got != want {
+		t.Errorf("first substitution sent %s, want %s", got, want)
+	}
+	// The second #wait 1 consumed the 3rd response (token 3); id 2's token
+	// (2) tampered changes its first character only.
+	tampered := "B" + token(2)[1:]
+	if token(2)[0] == 'B' {
+		tampered = "A" + token(2)[1:]
+	}
+	if got, want := gotOf(t, res, "3"), `{"id":3,"s":"`+token(3)+`","t":"`+tampered+`","u":"`+token(3)+`"}`; got != want {
+		t.Errorf("second substitution sent %s\nwant %s", got, want)
+	}
+	if !transcript.ValidToken(tampered) || tampered == token(2) {
+		t.Errorf("tampered token %q is not a different well-formed token", tampered)
+	}
+
+	for _, tc := range []struct {
+		name string
+		mint func(int) string
+		want string
+	}{
+		{"no requestState", func(int) string { return "" }, "has no string result.requestState"},
+		{"short", func(n int) string { return token(byte(n))[:42] }, "is not 32 bytes of base64url"},
+		{"padded", func(n int) string { return token(byte(n)) + "=" }, "is not 32 bytes of base64url"},
+		{"non-canonical", func(n int) string { return token(byte(n))[:42] + "B" }, "is not 32 bytes of base64url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParse(t, "c\n-- client --\n{\"id\":1}\n#wait 1\n{\"id\":2,\"s\":\"{{state 1}}\"}\n-- server --\n")
+			_, err := transcript.Play(t, tokenCarrier{mint: tc.mint}, f, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestAnswerErrorAndWaitRequest checks #answer-error replies to the
+// server's request with an error member, and #wait-request waits for a
+// request without answering it.
+func TestAnswerErrorAndWaitRequest(t *testing.T) {
+	f := mustParse(t, `c
+-- client --
+#wait-request elicitation/create
+#answer-error elicitation/create {"code":-32603,"message":"no UI"}
+-- server --
+{"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{}}
+{"jsonrpc":"2.0","id":"echo","result":{"got":"{\"error\":{\"code\":-32603,\"message\":\"no UI\"},\"id\":\"srv-1\",\"jsonrpc\":\"2.0\"}"}}
+`)
+	res, err := transcript.Play(t, scriptedCarrier{}, f, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := transcript.Compare(f, res); len(p) != 0 {
+		t.Errorf("%q", p)
+	}
+	f.Server[1] = json.RawMessage(strings.Replace(string(f.Server[1]), `\"error\"`, `\"result\"`, 1))
+	if p := transcript.Compare(f, res); len(p) == 0 {
+		t.Error("an error answer taken for a result")
+	}
+	// The scripted server sends one request: a second #wait-request for it
+	// cannot be satisfied.
+	f = mustParse(t, "c\n-- client --\n#wait-request elicitation/create\n#wait-request elicitation/create\n-- server --\n")
+	synctest.Test(t, func(t *testing.T) {
+		_, err := transcript.Play(t, scriptedCarrier{}, f, time.Minute)
+		if err == nil || !strings.Contains(err.Error(), "timed out") {
+			t.Errorf("err = %v, want a timeout", err)
+		}
+	})
 }
