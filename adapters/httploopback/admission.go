@@ -11,21 +11,19 @@ import (
 
 // frontDoor is the host's admission (SPEC §5.2), in front of the framing. It
 // decides from the request line and headers alone: nothing here reads the
-// body, so a refused client cannot make the host wait for one.
+// body, so a refused client cannot make the host wait for one. Oversized
+// headers (431) are refused before it, by the shared streamable.Server.
 type frontDoor struct {
-	target         string // exact request target: "/mcp"
-	host           string // exact Host: "127.0.0.1:<port>"
-	origin         string // exact Origin, when one is sent: "http://127.0.0.1:<port>"
-	token          []byte
-	maxHeaderBytes int
-	next           *streamable.Handler
-	logger         *slog.Logger
+	target string // exact request target: "/mcp"
+	host   string // exact Host: "127.0.0.1:<port>"
+	origin string // exact Origin, when one is sent: "http://127.0.0.1:<port>"
+	token  []byte
+	next   *streamable.Handler
+	logger *slog.Logger
 }
 
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case headerBytes(r) > f.maxHeaderBytes:
-		f.refuse(w, r, http.StatusRequestHeaderFieldsTooLarge, "headers too large")
 	case r.RequestURI != f.target:
 		f.refuse(w, r, http.StatusForbidden, "request target")
 	case r.Host != f.host:
@@ -79,20 +77,4 @@ func (f *frontDoor) authorized(values []string) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(tok), f.token) == 1
-}
-
-// headerBytes is the size of the request line and header section as they
-// were sent, less any whitespace net/http trimmed: net/http's own
-// MaxHeaderBytes check allows 4 KiB of slack, this one is exact.
-func headerBytes(r *http.Request) int {
-	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2
-	if r.Host != "" {
-		n += len("Host: ") + len(r.Host) + 2
-	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += len(k) + 2 + len(v) + 2
-		}
-	}
-	return n + 2
 }

@@ -1,6 +1,10 @@
 package httploopback
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/streamable"
+)
 
 // Limits overrides SPEC §5.2's numbers for a test; a zero field keeps its
 // default.
@@ -16,30 +20,19 @@ type Limits struct {
 // NewWithLimits is New with some limits overridden.
 func NewWithLimits(opts Options, o Limits) (*Host, error) {
 	l := defaultLimits()
-	set := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
-		}
+	l.framing = streamable.Options{
+		MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
+		SSEAfter: o.SSEAfter, KeepAlive: o.KeepAlive,
+		BodyReadTimeout: o.BodyReadTimeout, UnreadBodyGrace: o.UnreadBodyGrace,
 	}
-	if o.MaxInFlight != 0 {
-		l.maxInFlight = o.MaxInFlight
-	}
+	s := &l.server
 	if o.MaxConns != 0 {
-		l.maxConns = o.MaxConns
+		s.Conns.Total = o.MaxConns
 	}
 	if o.MaxHeaderBytes != 0 {
-		l.maxHeaderBytes = o.MaxHeaderBytes
+		s.MaxHeaderBytes = o.MaxHeaderBytes
 	}
-	if o.MaxBodyBytes != 0 {
-		l.maxBodyBytes = o.MaxBodyBytes
-	}
-	set(&l.readHeaderTimeout, o.ReadHeaderTimeout)
-	set(&l.bodyReadTimeout, o.BodyReadTimeout)
-	set(&l.idleTimeout, o.IdleTimeout)
-	set(&l.sseAfter, o.SSEAfter)
-	set(&l.keepAlive, o.KeepAlive)
-	set(&l.unreadBodyGrace, o.UnreadBodyGrace)
-	set(&l.stopTimeout, o.StopTimeout)
-	l.onAcceptWait = o.OnAcceptWait
+	s.ReadHeaderTimeout, s.IdleTimeout, s.StopTimeout = o.ReadHeaderTimeout, o.IdleTimeout, o.StopTimeout
+	s.Conns.OnWait = o.OnAcceptWait
 	return newHost(opts, l)
 }

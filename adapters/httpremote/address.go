@@ -1,6 +1,7 @@
 package httpremote
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 
@@ -52,6 +53,24 @@ func peerAddr(remoteAddr string) netip.Addr {
 
 // proxySet is the set of trusted proxies, as literal addresses.
 type proxySet map[netip.Addr]bool
+
+// connClient is the remote host's [streamable.ConnLimits.ClientOf]: a
+// connection counts against the client key of its socket peer (SPEC §5.3:
+// 16 connections per client address), so one address can hold neither the
+// connection slots nor the accept queue. A trusted proxy is exempt: every
+// client behind it arrives from its address, and which client a proxied
+// connection carries is known per request, from X-Forwarded-For, not per
+// connection; its connections are bounded by the total alone.
+func (ps proxySet) connClient(peer net.Addr) (key any, exempt bool) {
+	var a netip.Addr
+	if tcp, ok := peer.(*net.TCPAddr); ok {
+		a = tcp.AddrPort().Addr().Unmap().WithZone("")
+	}
+	if a.IsValid() && ps[a] {
+		return nil, true
+	}
+	return keyOf(a), false
+}
 
 // clientAddr resolves the client address of a request (SPEC §5.3): the
 // socket peer, unless the peer is a trusted proxy; then X-Forwarded-For

@@ -16,12 +16,12 @@ import (
 
 // frontDoor is the host's admission (SPEC §5.3), in front of the framing.
 // It decides from the request line and headers alone: nothing here reads
-// the body. The order is the package documentation's.
+// the body. The order is the package documentation's; its first row,
+// oversized headers (431), is the shared streamable.Server's.
 type frontDoor struct {
-	res            resource
-	metadata       []byte
-	challenges     challenges
-	maxHeaderBytes int
+	res        resource
+	metadata   []byte
+	challenges challenges
 
 	verifier  ports.AccessTokenVerifier
 	refresh   ports.KeyRefreshReporter // nil when the verifier does not report refreshes
@@ -33,13 +33,11 @@ type frontDoor struct {
 	now       func() time.Time
 	logger    *slog.Logger
 
-	next *streamable.Handler // set by Start, before serving
+	next *streamable.Handler // the framing, for admitted requests; set by Start, before serving
 }
 
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case headerBytes(r) > f.maxHeaderBytes:
-		f.reject(w, r, http.StatusRequestHeaderFieldsTooLarge, "headers too large")
 	case !f.res.hosts[strings.ToLower(r.Host)]:
 		f.reject(w, r, http.StatusForbidden, "Host")
 	case !f.originAllowed(r.Header.Values("Origin")):
@@ -245,20 +243,4 @@ func metadataDocument(publicURL, issuer string, scopes []string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(doc) // strings and slices of strings always encode
 	return bytes.TrimRight(b.Bytes(), "\n")
-}
-
-// headerBytes is the size of the request line and header section as sent,
-// less any whitespace net/http trimmed (net/http's own MaxHeaderBytes check
-// allows 4 KiB of slack; this one is exact).
-func headerBytes(r *http.Request) int {
-	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2
-	if r.Host != "" {
-		n += len("Host: ") + len(r.Host) + 2
-	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += len(k) + 2 + len(v) + 2
-		}
-	}
-	return n + 2
 }

@@ -22,24 +22,20 @@ func NewWithLimits(opts Options, o Limits) (*Host, error) {
 			*dst = v
 		}
 	}
-	setDur := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setInt(&l.maxInFlight, o.MaxInFlight)
-	setInt(&l.maxConns, o.MaxConns)
-	setInt(&l.maxConnsPerClient, o.MaxConnsPerClient)
+	l.framing.MaxInFlight = o.MaxInFlight
+	setInt(&l.server.Conns.Total, o.MaxConns)
+	setInt(&l.server.Conns.PerClient, o.MaxConnsPerClient)
 	setInt(&l.maxVerifying, o.MaxVerifying)
 	setInt(&l.maxCached, o.MaxCached)
 	setInt(&l.throttleClients, o.ThrottleClients)
-	setDur(&l.cacheTTL, o.CacheTTL)
-	setDur(&l.stopTimeout, o.StopTimeout)
-	setDur(&l.idleTimeout, o.IdleTimeout)
+	if o.CacheTTL != 0 {
+		l.cacheTTL = o.CacheTTL
+	}
+	l.server.StopTimeout, l.server.IdleTimeout = o.StopTimeout, o.IdleTimeout
 	if o.Now != nil {
 		l.now = o.Now
 	}
-	l.onAcceptWait, l.onConnRefused = o.OnAcceptWait, o.OnConnRefused
+	l.server.Conns.OnWait, l.server.Conns.OnRefuse = o.OnAcceptWait, o.OnConnRefused
 	return newHost(opts, l)
 }
 

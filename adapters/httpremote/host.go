@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
@@ -85,6 +84,9 @@ type Authorization struct {
 }
 
 // Errors of New, Start and Stop. New's errors wrap one of the first seven.
+// ErrAlreadyStarted, ErrStopped and ErrStopTimeout are the shared host
+// lifecycle's ([streamable.ErrStopped] and so on), so errors.Is matches
+// either name.
 var (
 	ErrHost           = errors.New("httpremote: Host must be a literal IP address")
 	ErrPort           = errors.New("httpremote: Port must be within 0..65535")
@@ -93,97 +95,54 @@ var (
 	ErrScopes         = errors.New("httpremote: Scopes must hold at least one RFC 6749 scope token, and only such tokens")
 	ErrTrustedProxy   = errors.New("httpremote: a trusted proxy must be a literal IP address")
 	ErrVerifier       = errors.New("httpremote: Verifier must be set and describe the same issuer, resource and scopes")
-	ErrAlreadyStarted = errors.New("httpremote: already started")
-	ErrStopped        = errors.New("httpremote: stopped")
-	ErrStopTimeout    = errors.New("httpremote: calls still running when the stop timeout ended")
+	ErrAlreadyStarted = streamable.ErrAlreadyStarted
+	ErrStopped        = streamable.ErrStopped
+	ErrStopTimeout    = streamable.ErrStopTimeout
 )
 
-// limits are SPEC §5.3's numbers; tests change them (export_test.go).
+// SPEC §5.3's connection caps.
+const (
+	maxConns          = 256
+	maxConnsPerClient = 16
+)
+
+// limits are the numbers tests change (export_test.go); the framing's and
+// the server's zero fields mean their SPEC §5.2/§5.3 defaults.
 type limits struct {
-	maxInFlight       int
-	maxConns          int
-	maxConnsPerClient int
-	maxHeaderBytes    int
-	maxBodyBytes      int64
+	framing           streamable.Options
+	server            streamable.ServerOptions // limits only: newHost sets the rest
 	maxVerifying      int
 	maxCached         int
 	cacheTTL          time.Duration
 	throttleBurst     int
 	throttlePerMinute int
 	throttleClients   int
-	readHeaderTimeout time.Duration
-	bodyReadTimeout   time.Duration
-	idleTimeout       time.Duration
-	sseAfter          time.Duration
-	keepAlive         time.Duration
-	stopTimeout       time.Duration
 	now               func() time.Time // the throttle's and the cache's clock
-	onAcceptWait      func()           // tests: Accept waits for a free connection slot
-	onConnRefused     func()           // tests: a connection over its client's cap was closed
 }
 
 func defaultLimits() limits {
 	return limits{
-		maxInFlight:       streamable.DefaultMaxInFlight,
-		maxConns:          256,
-		maxConnsPerClient: 16,
-		maxHeaderBytes:    16 << 10,
-		maxBodyBytes:      streamable.DefaultMaxBodyBytes,
+		server: streamable.ServerOptions{
+			Conns: streamable.ConnLimits{Total: maxConns, PerClient: maxConnsPerClient},
+		},
 		maxVerifying:      64,
 		maxCached:         MaxCachedVerdicts,
 		cacheTTL:          VerdictCacheTTL,
 		throttleBurst:     ThrottleBurst,
 		throttlePerMinute: ThrottlePerMinute,
 		throttleClients:   MaxThrottledClients,
-		readHeaderTimeout: 5 * time.Second,
-		bodyReadTimeout:   streamable.DefaultBodyReadTimeout,
-		idleTimeout:       60 * time.Second,
-		sseAfter:          streamable.DefaultSSEAfter,
-		keepAlive:         streamable.DefaultKeepAlive,
-		stopTimeout:       5 * time.Second,
 		now:               time.Now,
 	}
 }
-
-type state int
-
-const (
-	idle state = iota
-	starting
-	started
-	stopped
-)
 
 // Host is the remote Streamable HTTP host. Its methods are safe for
 // concurrent use.
 type Host struct {
 	bind    netip.Addr
-	port    int // as configured; 0 = pick
-	eng     *engine.Engine
 	logger  *slog.Logger
-	limits  limits
-	door    *frontDoor // without next until Start
+	door    *frontDoor
 	proxies proxySet
-
-	// base is every request's parent context; Stop cancels it with cause
-	// engine.ErrShuttingDown, which cancels the calls in flight.
-	base       context.Context
-	cancelBase context.CancelCauseFunc
-	// stopSignal ends when Stop is first called; it cancels a pending
-	// Start's catalog validation.
-	stopSignal context.Context
-	signalStop context.CancelFunc
-	stopOnce   sync.Once
-
-	conns     sync.WaitGroup // open connections, from StateNew to StateClosed
-	serveDone chan struct{}  // closed when http.Server.Serve has returned
-
-	mu    sync.Mutex // guards state, srv, err
-	state state
-	srv   *http.Server
-	err   error         // what Wait returns; set before done closes
-	done  chan struct{} // closed once the host has stopped (or failed to start)
-	once  sync.Once     // closes done
+	srv     *streamable.Server
 }
 
 // New returns a host for opts. It binds nothing ([Host.Start] does) and
@@ -245,58 +204,53 @@ func newHost(opts Options, l limits) (*Host, error) {
 	case !sameScopes(d.Scopes, a.Scopes):
 		return nil, fmt.Errorf("%w (it requires scopes %q)", ErrVerifier, d.Scopes)
 	}
-	if opts.Session == nil {
-		return nil, errors.New("httpremote: nil Session")
-	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
-	}
-	eng, err := engine.New(opts.Session, engine.Options{
-		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool,
-		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime, Logger: logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("httpremote: %w", err)
 	}
 	audit := a.Audit
 	if audit == nil {
 		audit = discardAudit{}
 	}
 	door := &frontDoor{
-		res:            res,
-		metadata:       metadataDocument(a.PublicURL, a.Issuer, a.Scopes),
-		challenges:     newChallenges(res.metadataURL, a.Scopes),
-		maxHeaderBytes: l.maxHeaderBytes,
-		verifier:       a.Verifier,
-		proxies:        proxies,
-		throttle:       newThrottle(l.throttlePerMinute, l.throttleBurst, l.throttleClients),
-		cache:          newVerdictCache(l.maxCached, l.cacheTTL),
-		verifying:      make(chan struct{}, l.maxVerifying),
-		audit:          audit,
-		now:            l.now,
-		logger:         logger,
+		res:        res,
+		metadata:   metadataDocument(a.PublicURL, a.Issuer, a.Scopes),
+		challenges: newChallenges(res.metadataURL, a.Scopes),
+		verifier:   a.Verifier,
+		proxies:    proxies,
+		throttle:   newThrottle(l.throttlePerMinute, l.throttleBurst, l.throttleClients),
+		cache:      newVerdictCache(l.maxCached, l.cacheTTL),
+		verifying:  make(chan struct{}, l.maxVerifying),
+		audit:      audit,
+		now:        l.now,
+		logger:     logger,
 	}
 	if r, ok := a.Verifier.(ports.KeyRefreshReporter); ok {
 		door.refresh = r
 	}
-	base, cancelBase := context.WithCancelCause(context.Background())
-	stopSignal, signalStop := context.WithCancel(context.Background())
-	return &Host{
-		bind:       bind,
-		port:       opts.Port,
-		eng:        eng,
-		logger:     logger,
-		limits:     l,
-		door:       door,
-		proxies:    proxies,
-		base:       base,
-		cancelBase: cancelBase,
-		stopSignal: stopSignal,
-		signalStop: signalStop,
-		serveDone:  make(chan struct{}),
-		done:       make(chan struct{}),
-	}, nil
+	network := "tcp4"
+	if bind.Is6() {
+		network = "tcp6"
+	}
+	so := l.server
+	so.Name, so.Session, so.Framing, so.Logger = "httpremote", opts.Session, l.framing, logger
+	so.Engine = engine.Options{
+		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool,
+		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime,
+	}
+	so.Conns.ClientOf = proxies.connClient
+	so.Listen = func() (net.Listener, error) {
+		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
+	}
+	so.Admit = func(_ netip.AddrPort, framing *streamable.Handler) http.Handler {
+		door.next = framing
+		return door
+	}
+	srv, err := streamable.NewServer(so)
+	if err != nil {
+		return nil, err
+	}
+	return &Host{bind: bind, logger: logger, door: door, proxies: proxies, srv: srv}, nil
 }
 
 type discardAudit struct{}
@@ -314,71 +268,10 @@ func (h *Host) String() string { return "httpremote.Host(" + h.door.res.publicUR
 // nothing was bound), the catalog's error, ctx's error, or the listen error
 // (address in use). A failed Start ends the host.
 func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
-	h.mu.Lock()
-	switch h.state {
-	case starting, started:
-		h.mu.Unlock()
-		return netip.AddrPort{}, ErrAlreadyStarted
-	case stopped:
-		h.mu.Unlock()
-		return netip.AddrPort{}, ErrStopped
-	}
-	h.state = starting
-	h.mu.Unlock()
-
-	if err := h.validate(ctx); err != nil {
-		h.startFailed(err)
-		return netip.AddrPort{}, err
-	}
-
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	// Stop takes this lock to mark the host stopped: either it did so
-	// before this point and nothing is bound, or it will find h.srv.
-	if h.state == stopped {
-		return netip.AddrPort{}, ErrStopped
-	}
-	network := "tcp4"
-	if h.bind.Is6() {
-		network = "tcp6"
-	}
-	ln, err := net.Listen(network, net.JoinHostPort(h.bind.String(), strconv.Itoa(h.port)))
+	bound, err := h.srv.Start(ctx)
 	if err != nil {
-		err = fmt.Errorf("httpremote: %w", err)
-		h.state = stopped
-		h.finish(err)
 		return netip.AddrPort{}, err
 	}
-	bound := ln.Addr().(*net.TCPAddr).AddrPort()
-	l := h.limits
-	h.door.next = streamable.NewHandler(h.eng, streamable.Options{
-		MaxBodyBytes: l.maxBodyBytes, MaxInFlight: l.maxInFlight,
-		SSEAfter: l.sseAfter, KeepAlive: l.keepAlive, BodyReadTimeout: l.bodyReadTimeout,
-		Logger: h.logger,
-	})
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	srv := &http.Server{
-		Handler:           h.door,
-		Protocols:         protocols,
-		ReadHeaderTimeout: l.readHeaderTimeout,
-		IdleTimeout:       l.idleTimeout,
-		MaxHeaderBytes:    l.maxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return h.base },
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				h.conns.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				h.conns.Done()
-			}
-		},
-		ErrorLog: slog.NewLogLogger(h.logger.Handler(), slog.LevelDebug),
-	}
-	h.srv, h.state = srv, started
-	lim := newConnLimitListener(ln, l.maxConns, l.maxConnsPerClient, h.proxies)
-	lim.onWait, lim.onRefuse = l.onAcceptWait, l.onConnRefused
-	go h.serve(srv, lim)
 	switch {
 	case !h.bind.IsLoopback():
 		h.logger.Warn("httpremote: bound to a non-loopback address: the host speaks plain HTTP, so terminate TLS in front of it")
@@ -389,129 +282,19 @@ func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
 	return bound, nil
 }
 
-// validate runs the start-up catalog check, cut short by ctx or Stop.
-func (h *Host) validate(ctx context.Context) error {
-	vctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(h.stopSignal, func() { cancel(ErrStopped) })
-	defer stop()
-	err := h.eng.Validate(vctx)
-	if cause := context.Cause(vctx); cause != nil {
-		if errors.Is(cause, ErrStopped) {
-			return ErrStopped
-		}
-		if err != nil {
-			return cause
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("httpremote: %w", err)
-	}
-	return nil
-}
-
-func (h *Host) startFailed(err error) {
-	h.mu.Lock()
-	h.state = stopped
-	h.mu.Unlock()
-	if errors.Is(err, ErrStopped) {
-		err = nil
-	}
-	h.finish(err)
-}
-
-// serve runs the server until it is shut down. Should serving fail on its
-// own (the listener broke), the host stops and Wait returns the failure.
-func (h *Host) serve(srv *http.Server, ln net.Listener) {
-	defer close(h.serveDone)
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return
-	}
-	h.logger.Error("httpremote: serving failed; stopping", "err", err)
-	h.mu.Lock()
-	h.err = fmt.Errorf("httpremote: serve: %w", err)
-	h.state = stopped
-	h.mu.Unlock()
-	h.beginStop(srv)
-}
-
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
 // shutting down" to its client, SPEC §3), closes every connection once its
 // answer is written, and returns when nothing the host started is left
-// running. It returns ErrStopTimeout when that takes longer than 5 s (a
-// session ignoring cancellation) or ctx's error when ctx ends first; the
-// host keeps shutting down in either case. A Stop during a pending Start
-// makes that Start fail with ErrStopped without binding. Stop is safe to
-// repeat and to call concurrently; after it returns nil, Wait returns at
-// once.
-func (h *Host) Stop(ctx context.Context) error {
-	h.mu.Lock()
-	h.state = stopped
-	srv := h.srv
-	h.mu.Unlock()
-	h.beginStop(srv)
-	timer := time.NewTimer(h.limits.stopTimeout)
-	defer timer.Stop()
-	select {
-	case <-h.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return ErrStopTimeout
-	}
-}
-
-// beginStop starts the shutdown once; srv is nil when nothing was bound.
-func (h *Host) beginStop(srv *http.Server) {
-	h.stopOnce.Do(func() {
-		h.signalStop()
-		h.eng.Shutdown()
-		h.cancelBase(engine.ErrShuttingDown)
-		if srv == nil {
-			h.finish(nil)
-			return
-		}
-		go h.shutdown(srv)
-	})
-}
-
-// shutdown lets the handlers write their shutting-down answers, then closes
-// what is left, and waits for every connection goroutine to end.
-func (h *Host) shutdown(srv *http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.limits.stopTimeout*4/5)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		h.logger.Warn("httpremote: requests still running at stop; closing their connections")
-		_ = srv.Close()
-	}
-	<-h.serveDone // after Serve returns, no connection is added
-	h.conns.Wait()
-	h.mu.Lock()
-	err := h.err
-	h.mu.Unlock()
-	h.finish(err)
-}
-
-func (h *Host) finish(err error) {
-	h.once.Do(func() {
-		h.mu.Lock()
-		if h.err == nil {
-			h.err = err
-		}
-		h.mu.Unlock()
-		close(h.done)
-	})
-}
+// running, parked input-required calls included. It returns ErrStopTimeout
+// when that takes longer than 5 s (a session ignoring cancellation) or ctx's
+// error when ctx ends first; the host keeps shutting down in either case. A
+// Stop during a pending Start makes that Start fail with ErrStopped without
+// binding. Stop is safe to repeat and to call concurrently; after it
+// returns nil, Wait returns at once.
+func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }
 
 // Wait blocks until the host has stopped: it returns nil after Stop, the
 // failure when serving failed on its own or Start failed. Before Start it
 // blocks until Start fails or the host is stopped.
-func (h *Host) Wait() error {
-	<-h.done
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
-}
+func (h *Host) Wait() error { return h.srv.Wait() }

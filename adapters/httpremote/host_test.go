@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/domain"
@@ -178,6 +179,41 @@ func TestStopBeforeStart(t *testing.T) {
 	}
 	if err := h.Wait(); err != nil {
 		t.Errorf("Wait: %v", err)
+	}
+}
+
+// TestStartPortInUse: an address that cannot be bound fails Start (without
+// hanging); Wait then returns that failure and Stop has nothing to do.
+func TestStartPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := validOptions()
+	o.Port = l.Addr().(*net.TCPAddr).Port
+	h, err := httpremote.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		_, err := h.Start(t.Context())
+		started <- err
+	}()
+	select {
+	case err = <-started:
+	case <-time.After(guard):
+		t.Fatal("Start on a bound port did not return")
+	}
+	if err == nil {
+		t.Fatal("Start on a bound port succeeded")
+	}
+	if werr := h.Wait(); werr == nil || werr.Error() != err.Error() {
+		t.Errorf("Wait: %v, want %v", werr, err)
+	}
+	if err := h.Stop(t.Context()); err != nil {
+		t.Errorf("Stop: %v", err)
 	}
 }
 

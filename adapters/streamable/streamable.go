@@ -22,6 +22,12 @@
 //
 // The hosts are stateless: an Mcp-Session-Id is never minted, echoed or
 // required, and Last-Event-ID is ignored (no resumability).
+//
+// Around the Handler the package holds what both hosts run the same way: a
+// [Server] (the HTTP/1.1 server, its timeouts, and the Start / Stop / Wait
+// lifecycle of SPEC §5.2 and §3 "Ending") and [LimitListener] (the
+// connection caps of §5.2 and §5.3). A host supplies its listener, its
+// admission in front of the Handler, and its limits.
 package streamable
 
 import (
@@ -107,27 +113,13 @@ var _ http.Handler = (*Handler)(nil)
 // NewHandler returns a Handler that serves eng. The engine's catalog is not
 // validated here: hosts call [engine.Engine.Validate] before they listen.
 func NewHandler(eng *engine.Engine, opts Options) *Handler {
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
-	if opts.SSEAfter <= 0 {
-		opts.SSEAfter = DefaultSSEAfter
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.BodyReadTimeout <= 0 {
-		opts.BodyReadTimeout = DefaultBodyReadTimeout
-	}
-	if opts.UnreadBodyGrace <= 0 {
-		opts.UnreadBodyGrace = DefaultUnreadBodyGrace
-	}
+	orDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&opts.MaxInFlight, DefaultMaxInFlight)
+	orDefault(&opts.MaxBatch, DefaultMaxBatch)
+	orDefault(&opts.SSEAfter, DefaultSSEAfter)
+	orDefault(&opts.KeepAlive, DefaultKeepAlive)
+	orDefault(&opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	orDefault(&opts.UnreadBodyGrace, DefaultUnreadBodyGrace)
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

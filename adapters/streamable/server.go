@@ -1,0 +1,431 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Defaults of [ServerOptions], the numbers SPEC §5.2 gives the loopback host
+// and §5.3 keeps for the remote one.
+const (
+	DefaultMaxHeaderBytes    = 16 << 10 // request line and headers, bytes
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultStopTimeout       = 5 * time.Second
+)
+
+// Errors of [Server.Start] and [Server.Stop]. The hosts re-export them under
+// their own names (httploopback.ErrStopped is ErrStopped), so errors.Is
+// works with either.
+var (
+	ErrAlreadyStarted = errors.New("streamable: already started")
+	ErrStopped        = errors.New("streamable: stopped")
+	ErrStopTimeout    = errors.New("streamable: calls still running when the stop timeout ended")
+)
+
+// ServerOptions configures a [Server]. Session, Listen, Admit and
+// Conns.Total are required; every other zero field means its default.
+type ServerOptions struct {
+	// Name prefixes the errors the Server returns or wraps (nil Session, the
+	// engine's, the catalog's, the listen error, a serve failure) and its
+	// log records: "httploopback", "httpremote". Default "streamable".
+	Name string
+	// Session is served, through an engine built with Engine. Start
+	// validates its catalog before listening; Stop shuts the engine down and
+	// waits for the calls it runs on its own goroutines.
+	Session ports.Session
+	// Engine configures the engine (serverInfo, submission tool, AskClient,
+	// round lifetime); a nil Engine.Logger means Logger.
+	Engine engine.Options
+	// Framing configures the [Handler] built for the engine; a nil
+	// Framing.Logger means Logger.
+	Framing Options
+	// Listen binds the listening socket (a TCP listener: the bound address
+	// is reported as a netip.AddrPort). Start calls it at most once, after
+	// the catalog is valid, with the Server's lock held so that a
+	// concurrent Stop either comes first (Listen is not called) or finds
+	// the listener. Its error fails Start, wrapped with Name.
+	Listen func() (net.Listener, error)
+	// Admit returns what serves every request: the host's admission in
+	// front of framing, the Handler for admitted requests. It is given the
+	// address Listen bound (an admission that checks Host or Origin needs
+	// the port chosen for port 0). Start calls it once, with the lock held,
+	// before serving: it must not call the Server's methods.
+	Admit func(bound netip.AddrPort, framing *Handler) http.Handler
+	// Conns caps the open connections (see [LimitListener]).
+	Conns ConnLimits
+	// MaxHeaderBytes bounds a request's line and headers, in bytes as
+	// sent; default 16 KiB. A request over it gets 431, empty, with
+	// Connection: close, before Admit's handler sees it. (http.Server's own
+	// check, set to the same number, allows 4 KiB of slack and answers
+	// larger ones itself.)
+	MaxHeaderBytes int
+	// ReadHeaderTimeout bounds reading a request's line and headers: a
+	// connection's first request from when it was accepted, a later one
+	// from its first bytes; default 5 s. Bodies are bounded by the framing
+	// ([Options.BodyReadTimeout]); there is no write timeout, because turns
+	// can be long.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection on which no next request
+	// starts within it, counted from when the previous response was written
+	// (net/http arms it after the response is flushed); default 60 s.
+	IdleTimeout time.Duration
+	// StopTimeout bounds [Server.Stop]; default 5 s (SPEC §3 "Ending").
+	StopTimeout time.Duration
+	// Logger receives operational records (never requests' contents); nil
+	// discards. net/http's own error log goes to it at debug level.
+	Logger *slog.Logger
+}
+
+type state int
+
+const (
+	idle state = iota
+	starting
+	started
+	stopped
+)
+
+// Server serves one session over Streamable HTTP (HTTP/1.1 only) for one
+// host, once: [Server.Start] validates the catalog and listens,
+// [Server.Stop] ends it, [Server.Wait] reports how it ended. It owns what
+// the two hosts share (SPEC §5.2, §5.3, §3 "Ending"): the engine, the
+// framing [Handler], the http.Server and its timeouts, the header limit,
+// the connection caps and the stop sequence. The host keeps its admission
+// (Admit), its listener (Listen) and its public API. Its methods are safe
+// for concurrent use.
+type Server struct {
+	opts    ServerOptions
+	logger  *slog.Logger
+	eng     *engine.Engine
+	framing *Handler
+
+	// base is every request's parent context; Stop cancels it with cause
+	// engine.ErrShuttingDown, which cancels the calls in flight.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+	// stopSignal ends when Stop is first called; it cancels a pending
+	// Start's catalog validation.
+	stopSignal context.Context
+	signalStop context.CancelFunc
+	stopOnce   sync.Once
+
+	conns     sync.WaitGroup // open connections, from StateNew to StateClosed
+	serveDone chan struct{}  // closed when http.Server.Serve has returned
+
+	mu    sync.Mutex // guards state, srv, err
+	state state
+	srv   *http.Server
+	err   error         // what Wait returns; set before done closes
+	done  chan struct{} // closed once the server has stopped (or failed to start)
+	once  sync.Once     // closes done
+}
+
+// NewServer builds the engine for opts.Session and the framing Handler in
+// front of it, and returns a Server for them; it binds nothing. It fails
+// for a nil Session ("<Name>: nil Session") or with engine.New's error
+// (e.g. domain.ErrInvalidSubmitName), wrapped with Name. It panics when
+// Listen or Admit is nil or Conns.Total is less than 1 (programming
+// errors: the hosts always set them).
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Listen == nil || opts.Admit == nil || opts.Conns.Total < 1 {
+		panic("streamable: NewServer needs Listen, Admit and Conns.Total ≥ 1")
+	}
+	if opts.Name == "" {
+		opts.Name = "streamable"
+	}
+	if opts.Session == nil {
+		return nil, errors.New(opts.Name + ": nil Session")
+	}
+	orDefault(&opts.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&opts.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&opts.StopTimeout, DefaultStopTimeout)
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Engine.Logger == nil {
+		opts.Engine.Logger = logger
+	}
+	if opts.Framing.Logger == nil {
+		opts.Framing.Logger = logger
+	}
+	eng, err := engine.New(opts.Session, opts.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+	}
+	base, cancelBase := context.WithCancelCause(context.Background())
+	stopSignal, signalStop := context.WithCancel(context.Background())
+	return &Server{
+		opts:       opts,
+		logger:     logger,
+		eng:        eng,
+		framing:    NewHandler(eng, opts.Framing),
+		base:       base,
+		cancelBase: cancelBase,
+		stopSignal: stopSignal,
+		signalStop: signalStop,
+		serveDone:  make(chan struct{}),
+		done:       make(chan struct{}),
+	}, nil
+}
+
+// orDefault sets *v to def when it is zero or less.
+func orDefault[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Start validates the session's catalog (SPEC §2: a violation fails start-up
+// before anything is bound), then listens and serves. It returns the bound
+// address once connections are accepted. It fails with ErrAlreadyStarted (a
+// second Start), ErrStopped (Stop came first, or won against this Start:
+// then Listen was not called), the catalog's error, ctx's error (ctx bounds
+// the validation only), or the listen error (address in use). A failed
+// Start ends the Server: [Server.Wait] then returns its error (nil for
+// ErrStopped).
+func (s *Server) Start(ctx context.Context) (netip.AddrPort, error) {
+	s.mu.Lock()
+	switch s.state {
+	case starting, started:
+		s.mu.Unlock()
+		return netip.AddrPort{}, ErrAlreadyStarted
+	case stopped:
+		s.mu.Unlock()
+		return netip.AddrPort{}, ErrStopped
+	}
+	s.state = starting
+	s.mu.Unlock()
+
+	err := s.validate(ctx)
+	var bound netip.AddrPort
+	if err == nil {
+		bound, err = s.listenAndServe()
+	}
+	switch {
+	case errors.Is(err, ErrStopped): // Stop has ended the server already
+		return netip.AddrPort{}, ErrStopped
+	case err != nil:
+		s.mu.Lock()
+		s.state = stopped
+		s.mu.Unlock()
+		s.finish(err)
+		s.beginStop(nil) // nothing is bound: this only releases the engine
+		return netip.AddrPort{}, err
+	}
+	return bound, nil
+}
+
+// validate runs the start-up catalog check, cut short by ctx or Stop.
+func (s *Server) validate(ctx context.Context) error {
+	vctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.stopSignal, func() { cancel(ErrStopped) })
+	defer stop()
+	err := s.eng.Validate(vctx)
+	if cause := context.Cause(vctx); cause != nil {
+		if errors.Is(cause, ErrStopped) {
+			return ErrStopped
+		}
+		if err != nil {
+			return cause
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.opts.Name, err)
+	}
+	return nil
+}
+
+// listenAndServe binds and starts serving, unless Stop came first.
+func (s *Server) listenAndServe() (netip.AddrPort, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Stop takes this lock to mark the server stopped: either it did so
+	// before this point and nothing is bound, or it will find s.srv.
+	if s.state == stopped {
+		return netip.AddrPort{}, ErrStopped
+	}
+	ln, err := s.opts.Listen()
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
+	}
+	bound := addrPort(ln.Addr())
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	srv := &http.Server{
+		Handler:           s.limitHeaders(s.opts.Admit(bound, s.framing)),
+		Protocols:         protocols,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				s.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				s.conns.Done()
+			}
+		},
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	}
+	s.srv, s.state = srv, started
+	go s.serve(srv, LimitListener(ln, s.opts.Conns))
+	return bound, nil
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// serve runs the server until it is shut down. Should serving fail on its
+// own (the listener broke), the server stops and Wait returns the failure.
+func (s *Server) serve(srv *http.Server, ln net.Listener) {
+	defer close(s.serveDone)
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return
+	}
+	s.logger.Error(s.opts.Name+": serving failed; stopping", "err", err)
+	s.mu.Lock()
+	s.err = fmt.Errorf("%s: serve: %w", s.opts.Name, err)
+	s.state = stopped
+	s.mu.Unlock()
+	s.beginStop(srv)
+}
+
+// Stop ends the server: it stops accepting, cancels the calls in flight
+// through the requests' base context with cause [engine.ErrShuttingDown] (a
+// tools/call still answers "server is shutting down" to its client, SPEC §3
+// "Ending"), lets http.Server.Shutdown close every connection once its
+// answer is written and closes what is left after 4/5 of StopTimeout, and
+// returns when every connection and every call the engine runs on its own
+// goroutines (parked input-required rounds) has ended. It returns
+// ErrStopTimeout when that takes longer than StopTimeout (5 s; a session
+// ignoring cancellation) or ctx's error when ctx ends first; the server keeps
+// shutting down in either case. A Stop during a pending Start makes that
+// Start fail with ErrStopped without calling Listen. Stop is safe to repeat
+// and to call concurrently, and before Start; after it returns nil, Wait
+// returns at once.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.state = stopped
+	srv := s.srv
+	s.mu.Unlock()
+	s.beginStop(srv)
+	timer := time.NewTimer(s.opts.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return ErrStopTimeout
+	}
+}
+
+// beginStop starts the shutdown once; srv is nil when nothing was bound.
+func (s *Server) beginStop(srv *http.Server) {
+	s.stopOnce.Do(func() {
+		s.signalStop()
+		s.eng.Shutdown()
+		s.cancelBase(engine.ErrShuttingDown)
+		if srv == nil {
+			s.finish(nil)
+			return
+		}
+		go s.shutdown(srv)
+	})
+}
+
+// shutdown lets the handlers write their shutting-down answers, then closes
+// what is left, and waits for every connection goroutine and parked call to
+// end.
+func (s *Server) shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StopTimeout*4/5)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		s.logger.Warn(s.opts.Name + ": requests still running at stop; closing their connections")
+		_ = srv.Close()
+	}
+	<-s.serveDone // after Serve returns, no connection is added
+	s.conns.Wait()
+	if err := s.eng.Wait(ctx); err != nil {
+		s.logger.Warn(s.opts.Name + ": parked calls still running at stop")
+	}
+	s.mu.Lock()
+	err := s.err
+	s.mu.Unlock()
+	s.finish(err)
+}
+
+// finish records what Wait returns, unless something was recorded before,
+// and ends Wait; only its first call counts.
+func (s *Server) finish(err error) {
+	s.once.Do(func() {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = err
+		}
+		s.mu.Unlock()
+		close(s.done)
+	})
+}
+
+// Wait blocks until the server has stopped: it returns nil after Stop, the
+// failure when serving failed on its own or Start failed. Before Start it
+// blocks until Start fails or the server is stopped.
+func (s *Server) Wait() error {
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// limitHeaders answers 431 to a request whose line and headers exceed
+// MaxHeaderBytes (SPEC §5.2: "headers 16 KiB (→ 431)"), empty and closing
+// the connection like the hosts' other refusals; next serves the rest.
+func (s *Server) limitHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headerBytes(r) <= s.opts.MaxHeaderBytes {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.logger.Debug(s.opts.Name+": refused", "status", http.StatusRequestHeaderFieldsTooLarge, "reason", "headers too large")
+		w.Header().Set("Connection", "close")
+		s.framing.Refuse(w, r, http.StatusRequestHeaderFieldsTooLarge)
+	})
+}
+
+// headerBytes is the size in bytes of r's request line and header section
+// as they were sent, less any whitespace net/http trimmed.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2
+	if r.Host != "" {
+		n += len("Host: ") + len(r.Host) + 2
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
+}
