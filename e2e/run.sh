@@ -236,14 +236,14 @@ fi
 echo "no token and no client address in agentmcp's output or nginx's logs"
 
 step "the README recipe is the template this test ran"
-snippet="$repo/adapters/httpremote/README-snippet.md"
+snippet="$repo/README.md"
 "$node22" -e '
 const fs = require("fs");
 const [snippet, template] = process.argv.slice(1).map((f) => fs.readFileSync(f, "utf8"));
 if (!snippet.includes(template.trimEnd())) {
-  console.error("README-snippet.md does not contain nginx-server.conf.template verbatim");
+  console.error("README.md does not contain nginx-server.conf.template verbatim");
   process.exit(1);
 }' "$snippet" "$here/nginx-server.conf.template"
-echo "README-snippet.md holds nginx-server.conf.template verbatim"
+echo "README.md holds nginx-server.conf.template verbatim"
 
 step "all end-to-end checks passed in $((SECONDS - t0)) s"
