@@ -10,7 +10,7 @@ import (
 
 // ExampleNewRemote builds the remote host and its access-token verifier
 // from one set of values; Start would then bind 127.0.0.1:8080 behind a
-// TLS-terminating proxy at 127.0.0.1 (see adapters/httpremote/README-snippet.md).
+// TLS-terminating proxy at 127.0.0.1 (see the deployment recipe in README.md).
 func ExampleNewRemote() {
 	session := fake.New() // your ports.Session
 	host, err := app.NewRemote(session, httpremote.Options{
