@@ -174,3 +174,14 @@ func TestClientMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestValidScopeToken(t *testing.T) {
+	for s, want := range map[string]bool{
+		"mcp:tools": true, "a": true, "!#[]~": true,
+		"": false, "a b": false, `a"b`: false, `a\b`: false, "é": false, "a\tb": false, "\x7f": false,
+	} {
+		if got := domain.ValidScopeToken(s); got != want {
+			t.Errorf("ValidScopeToken(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -112,21 +112,6 @@ func validIssuer(raw string) bool {
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && !strings.ContainsAny(raw, "?#")
 }
 
-// validScope reports whether s is an RFC 6749 §3.3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ), printable ASCII without space, '"' or '\'.
-func validScope(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
 // sameScopes compares two scope lists as sets.
 func sameScopes(a, b []string) bool {
 	x, y := slices.Clone(a), slices.Clone(b)

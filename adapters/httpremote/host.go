@@ -180,7 +180,7 @@ func newHost(opts Options, l limits) (*Host, error) {
 		return nil, fmt.Errorf("%w (got none)", ErrScopes)
 	}
 	for _, s := range a.Scopes {
-		if !validScope(s) {
+		if !domain.ValidScopeToken(s) {
 			return nil, fmt.Errorf("%w (got %q)", ErrScopes, s)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4/json"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -142,7 +143,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		return nil, fmt.Errorf("%w: at least one required scope is needed", ErrInvalidConfig)
 	}
 	for _, s := range cfg.RequiredScopes {
-		if !isScopeToken(s) {
+		if !domain.ValidScopeToken(s) {
 			return nil, fmt.Errorf("%w: required scope %q is not an RFC 6749 scope token", ErrInvalidConfig, s)
 		}
 	}
@@ -174,21 +175,6 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		clock:        v.clock,
 	}
 	return v, nil
-}
-
-// isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // Describe returns the issuer, resource and required scopes, as configured.
