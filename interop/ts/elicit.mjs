@@ -30,6 +30,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { RecordingTransport } from './record.mjs';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const TIMEOUT_MS = 60_000;
@@ -41,41 +42,6 @@ if (!scenarioPath || !reportPath) {
   process.exit(2);
 }
 
-// Records every message the client sends and receives (the server's own
-// elicitation/create requests included) and surfaces transport errors.
-class RecordingTransport {
-  constructor(inner) {
-    this.inner = inner;
-    this.sent = [];
-    this.received = [];
-    this.errors = [];
-  }
-  async start() {
-    this.inner.onmessage = (msg, extra) => {
-      this.received.push(msg);
-      this.onmessage?.(msg, extra);
-    };
-    this.inner.onerror = (err) => {
-      this.errors.push(err);
-      this.onerror?.(err);
-    };
-    this.inner.onclose = () => this.onclose?.();
-    await this.inner.start();
-  }
-  async send(msg, options) {
-    this.sent.push(msg);
-    await this.inner.send(msg, options);
-  }
-  async close() {
-    await this.inner.close();
-  }
-  get sessionId() {
-    return this.inner.sessionId;
-  }
-  setProtocolVersion(v) {
-    this.inner.setProtocolVersion?.(v);
-  }
-}
 
 function readDisk(root, paths) {
   const disk = {};

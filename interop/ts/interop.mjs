@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { RecordingTransport } from './record.mjs';
 
 const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'agent_submit'];
 const WANT_SUBMIT_DESCRIPTION = 'Submit a prompt to the agent and await its turn';
@@ -42,41 +43,6 @@ function check(cond, message) {
 
 const show = (v) => JSON.stringify(v)?.slice(0, 500);
 
-// Records what the client sends and receives, so the handshake can be checked
-// on the wire, and surfaces transport errors (a non-JSON line on stdout, for one).
-class RecordingTransport {
-  constructor(inner) {
-    this.inner = inner;
-    this.sent = [];
-    this.received = [];
-    this.errors = [];
-  }
-  async start() {
-    this.inner.onmessage = (msg, extra) => {
-      this.received.push(msg);
-      this.onmessage?.(msg, extra);
-    };
-    this.inner.onerror = (err) => {
-      this.errors.push(err);
-      this.onerror?.(err);
-    };
-    this.inner.onclose = () => this.onclose?.();
-    await this.inner.start();
-  }
-  async send(msg, options) {
-    this.sent.push(msg);
-    await this.inner.send(msg, options);
-  }
-  async close() {
-    await this.inner.close();
-  }
-  get sessionId() {
-    return this.inner.sessionId;
-  }
-  setProtocolVersion(v) {
-    this.inner.setProtocolVersion?.(v);
-  }
-}
 
 function singleText(call, res) {
   check(Array.isArray(res.content) && res.content.length === 1,
