@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -233,9 +234,10 @@ func TestBrokenStdoutIsACarrierFailure(t *testing.T) {
 	}
 }
 
-// TestStopAnswersShuttingDown: a call in flight at Stop is cancelled and
-// answered with the shutting-down tool error; Stop returns once it ended.
-func TestStopAnswersShuttingDown(t *testing.T) {
+// slowCallInFlight starts a transport, initializes it, and leaves the fake
+// session's slow tool running under request id.
+func slowCallInFlight(t *testing.T, id int) (*pipes, *fake.Session) {
+	t.Helper()
 	s := fake.New()
 	started := s.Started()
 	p := newTransport(t, s, stdio.Options{})
@@ -244,8 +246,15 @@ func TestStopAnswersShuttingDown(t *testing.T) {
 	}
 	p.send(t, initialize)
 	p.recv(t)
-	p.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}}`)
+	p.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, id))
 	<-started
+	return p, s
+}
+
+// TestStopAnswersShuttingDown: a call in flight at Stop is cancelled and
+// answered with the shutting-down tool error; Stop returns once it ended.
+func TestStopAnswersShuttingDown(t *testing.T) {
+	p, _ := slowCallInFlight(t, 9)
 	answer := make(chan map[string]any, 1)
 	go func() { answer <- p.recv(t) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -264,16 +273,7 @@ func TestStopAnswersShuttingDown(t *testing.T) {
 // TestEOFLetsCallsFinish: after stdin ends, a call in flight may still
 // finish and write its answer; Wait then returns nil.
 func TestEOFLetsCallsFinish(t *testing.T) {
-	s := fake.New()
-	started := s.Started()
-	p := newTransport(t, s, stdio.Options{})
-	if err := p.tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	p.send(t, initialize)
-	p.recv(t)
-	p.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}`)
-	<-started
+	p, s := slowCallInFlight(t, 4)
 	p.in.Close()
 	s.Release()
 	m := p.recv(t)
