@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -207,6 +208,22 @@ type searchResult struct {
 // errStop ends a walk that has found more than MaxMatches.
 var errStop = errors.New("stop")
 
+// programSize is the number of instructions pattern compiles to. Go's
+// regexp runs in time linear in the input, but the factor is the program's
+// size: a short pattern of nested repetitions ("(.*){1000}") compiles to
+// thousands of instructions and makes each byte cost as many steps.
+func programSize(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
+}
+
 // searcher is one search_text walk.
 type searcher struct {
 	s        *Session
@@ -231,6 +248,9 @@ func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Ca
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("invalid pattern: %v (search_text takes a Go regular expression; escape metacharacters with \\)", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	if n := programSize(pattern); n > MaxPatternInsts {
+		return nil, invalidArgs(fmt.Sprintf("pattern is too complex (%d instructions compiled; search_text takes at most %d): nested or large repetitions cost time on every byte searched", n, MaxPatternInsts))
 	}
 	p, err := pathArg(args, false)
 	if err != nil {
@@ -333,6 +353,9 @@ func (w *searcher) search(rel string) error {
 	w.res.FilesSearched++
 	n := 0
 	for line := range bytes.Lines(data) {
+		if w.ctx.Err() != nil {
+			return cancelled("search_text")
+		}
 		n++
 		line = bytes.TrimRight(line, "\r\n")
 		if !w.re.Match(line) {

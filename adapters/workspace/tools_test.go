@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentmcp/agentmcp/adapters/workspace"
@@ -264,6 +265,45 @@ func TestSearchTextCancellation(t *testing.T) {
 	fail(t, invokeCtx(t, ctx, s, "search_text", `{"pattern":"needle"}`, rec), "search_text was cancelled")
 	if got := rec.ProgressReports(); len(got) != 1 {
 		t.Errorf("progress reports after cancellation: %v, want the one that cancelled", got)
+	}
+}
+
+// countdownCtx reports itself cancelled after its Err has been asked n
+// times: a way to cancel a search in the middle of one file.
+type countdownCtx struct {
+	context.Context
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countdownCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestSearchTextCancellationWithinAFile: the search checks for
+// cancellation between lines, not only between files, so a big file under
+// a costly pattern cannot hold the call after its client gave up.
+func TestSearchTextCancellationWithinAFile(t *testing.T) {
+	s, _ := newSession(t, map[string]string{"big.txt": strings.Repeat("x\n", 50_000)})
+	ctx := &countdownCtx{Context: t.Context(), n: 100}
+	fail(t, invokeCtx(t, ctx, s, "search_text", `{"pattern":"y"}`, nil), "search_text was cancelled")
+}
+
+// TestSearchTextRefusesCostlyPatterns: a short pattern that compiles to a
+// huge program is refused before anything is read.
+func TestSearchTextRefusesCostlyPatterns(t *testing.T) {
+	s, _ := newSession(t, map[string]string{"f.txt": "abc"})
+	fail(t, invoke(t, s, "search_text", `{"pattern":"`+strings.Repeat("(.*){1000}", 101)+`c"}`, nil), "pattern is too complex")
+	fail(t, invoke(t, s, "search_text", `{"pattern":"(.*){300}c"}`, nil), "pattern is too complex")
+	var res struct{ FilesSearched int }
+	succeed(t, invoke(t, s, "search_text", `{"pattern":"(.*){100}c"}`, nil), &res)
+	if res.FilesSearched != 1 {
+		t.Errorf("a pattern within the bound searched %d files", res.FilesSearched)
 	}
 }
 

@@ -92,6 +92,12 @@ const (
 
 	// MaxPatternBytes bounds the length of a search_text pattern.
 	MaxPatternBytes = 1024
+	// MaxPatternInsts bounds the compiled size of a search_text pattern,
+	// which is what each searched byte costs: with at most 1000
+	// instructions and 1 MiB files, one file takes on the order of a
+	// second at worst, and the search checks for cancellation between
+	// lines.
+	MaxPatternInsts = 1000
 
 	// MaxSearchFileBytes is the largest file search_text reads; bigger files
 	// are skipped and counted in filesSkipped.
