@@ -222,3 +222,41 @@ func TestWriteFileSymlinkRace(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteFileDoesNotReplaceAFileThatAppeared: the approval was for
+// creating a file; one created by someone else while the user decided is
+// not overwritten (the overwrite question was never asked).
+func TestWriteFileDoesNotReplaceAFileThatAppeared(t *testing.T) {
+	s, root := newSession(t, map[string]string{"dir/keep.txt": ""})
+	target := filepath.Join(root, "dir", "race.txt")
+	appear := allowAfter{func() {
+		if err := os.WriteFile(target, []byte("IMPORTANT"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}}
+	fail(t, invoke(t, s, "write_file", `{"path":"dir/race.txt","content":"first"}`, appear), `"dir/race.txt" appeared after write_file checked it and was not overwritten`)
+	if b, _ := os.ReadFile(target); string(b) != "IMPORTANT" {
+		t.Errorf("the file that appeared now holds %q", b)
+	}
+	if names := outsideNames(t, filepath.Join(root, "dir")); len(names) != 3 {
+		t.Errorf("dir holds %q, want itself, keep.txt and race.txt only (no temporary file left)", names)
+	}
+}
+
+// TestWriteFileRefusesLinksInItsPath: a link that stays inside the root
+// still redirects a write away from the path the user approved, so
+// write_file refuses links anywhere in its path.
+func TestWriteFileRefusesLinksInItsPath(t *testing.T) {
+	s, root := newSession(t, map[string]string{"hooks/keep": "", "sub/keep": ""})
+	if err := os.Symlink("../hooks", filepath.Join(root, "sub", "notes")); err != nil {
+		t.Fatal(err)
+	}
+	rec := &porttest.Recorder{Allow: true}
+	fail(t, invoke(t, s, "write_file", `{"path":"sub/notes/x.txt","content":"x"}`, rec), `"sub/notes" is a symbolic link: write_file does not write through links`)
+	if perms, _ := rec.Requests(); len(perms) != 0 {
+		t.Errorf("asked %d times; a write that cannot happen is refused before asking", len(perms))
+	}
+	if _, err := os.Lstat(filepath.Join(root, "hooks", "x.txt")); err == nil {
+		t.Error("the write landed through the link")
+	}
+}

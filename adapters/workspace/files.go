@@ -418,6 +418,15 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	// through the root again.
 	parent := relPath{display: path.Dir(p.display)}
 	parent.name = filepath.FromSlash(parent.display)
+	// The dialog shows the path as given, so it must be where the write
+	// lands: a link inside the root (say notes -> .git/hooks) would make an
+	// approved "notes/x" write somewhere else. Links are refused anywhere in
+	// a write's path, not only as its last element.
+	for dir := parent.display; dir != "."; dir = path.Dir(dir) {
+		if st, err := s.root.Lstat(filepath.FromSlash(dir)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%q is a symbolic link: write_file does not write through links", dir)
+		}
+	}
 	if st, err := s.root.Stat(parent.name); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("directory %s (write_file creates no directories)", fsError(parent, err))
 	} else if err != nil {
@@ -483,8 +492,10 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	return writeResult{Path: p.display, Bytes: len(content), Created: created, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// replace writes data to a fresh temporary file in p's directory and renames
-// it over p, so p holds the old or the new content, never a mix.
+// replace writes data to a fresh temporary file in p's directory, then
+// renames it over p (an approved overwrite: p holds the old or the new
+// content, never a mix) or, for a new file, links it to p, which fails
+// rather than replace a file that appeared meanwhile.
 func (s *Session) replace(p, parent relPath, data []byte, perm fs.FileMode, created bool) error {
 	var nonce [6]byte
 	rand.Read(nonce[:])
@@ -512,6 +523,20 @@ func (s *Session) replace(p, parent relPath, data []byte, perm fs.FileMode, crea
 	if err := f.Close(); err != nil {
 		s.root.Remove(tmp)
 		return fsError(p, err)
+	}
+	if created {
+		// A new file must not replace one that appeared after the checks
+		// (the approval said "create"): a hard link fails if the name
+		// exists, where a rename would silently replace it.
+		err := s.root.Link(tmp, p.name)
+		s.root.Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%q appeared after write_file checked it and was not overwritten; call write_file again to be asked about replacing it", p.display)
+		}
+		if err != nil {
+			return fsError(p, err)
+		}
+		return nil
 	}
 	if err := s.root.Rename(tmp, p.name); err != nil {
 		s.root.Remove(tmp)
