@@ -94,6 +94,11 @@ func TestDecisions(t *testing.T) {
 		{`{"action":"cancel"}`, domain.Deny},
 		{`{"action":"yes"}`, domain.Deny},
 		{`"allow_once"`, domain.Deny},
+		{`{"action":"accept","content":{"decision":"deny","decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":{"decision":"allow_once","decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"decline","action":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":{"decision":"allow_once","x":{"a":1,"a":2}}}`, domain.Deny},
+		{`{"action":"accept","content":{"decision":"allow_once","x":[{"a":1},{"a":2}]}}`, domain.AllowOnce},
 	}
 	for _, c := range perm {
 		if got := domain.PermissionDecision(parse(c.answer)); got != c.want {

@@ -17,8 +17,8 @@ type StreamOptions struct {
 	// MaxInFlight bounds the requests served at once; beyond it a tools/call
 	// gets the tool error "server is busy" and other requests -32603, at once
 	// (SPEC §4). Default 64. initialize and ping are answered on the reader's
-	// goroutine without touching the session, so they never count and are
-	// never refused as busy.
+	// goroutine without touching the session, so they never count; at the
+	// bound they are refused with -32603 like any other request.
 	MaxInFlight int
 	// MaxBatch bounds the elements of a 2025-03-26 batch. Default 64.
 	MaxBatch int
@@ -261,6 +261,10 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 		}
 	} else {
 		in.version = s.legacyVersion()
+		if (in.method == "initialize" || in.method == "ping") && s.atBound() {
+			deliver(s.e.refusal(in, "server is busy"))
+			return
+		}
 		switch in.method {
 		case "initialize":
 			if inBatch {
@@ -432,6 +436,13 @@ func (s *Stream) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel(ErrShuttingDown)
 	return waitGroup(ctx, &s.wg)
+}
+
+// atBound reports whether MaxInFlight requests are being served.
+func (s *Stream) atBound() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) >= s.opts.MaxInFlight
 }
 
 func (s *Stream) isInFlight(id ID) bool {

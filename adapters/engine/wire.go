@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/domain"
 )
@@ -49,9 +50,11 @@ func (id ID) Valid() bool { return len(id.raw) > 0 }
 func (id ID) Key() string { return id.key }
 
 // parseID accepts a string or an integer (MCP: RequestId is string |
-// integer; null is refused).
+// integer; null is refused). A string that is not valid UTF-8 is refused
+// too: echoing it byte for byte would put a line on the wire that is not
+// JSON text (RFC 8259 §8.1), and replacing the bytes would not echo it.
 func parseID(raw json.RawMessage) (ID, bool) {
-	if len(raw) == 0 {
+	if len(raw) == 0 || !utf8.Valid(raw) {
 		return ID{}, false
 	}
 	switch c := raw[0]; {

@@ -358,12 +358,11 @@ func (t *Transport) shutdown(r *run) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DrainTimeout)
 	defer cancel()
 	r.eng.Shutdown()
-	if r.stream != nil {
-		if err := r.stream.Stop(ctx); err != nil {
-			t.logger.Warn("stdio: calls still running at stop")
-		}
-	}
-	if err := r.eng.Wait(ctx); err != nil {
+	switch {
+	case r.stream != nil && r.stream.Stop(ctx) != nil:
+		// The grace is spent; parked calls are not waited for either.
+		t.logger.Warn("stdio: calls still running at stop")
+	case r.eng.Wait(ctx) != nil:
 		t.logger.Warn("stdio: parked calls still running at stop")
 	}
 	t.mu.Lock()

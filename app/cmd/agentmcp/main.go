@@ -18,6 +18,10 @@ import (
 )
 
 func main() {
+	// A write to a closed stdout must fail with EPIPE, so the stdio carrier
+	// reports the broken output (Wait returns it, exit 1) instead of the
+	// runtime killing the process with SIGPIPE (os/signal, "SIGPIPE").
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := app.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
