@@ -169,7 +169,7 @@ func TestRoundsChecks(t *testing.T) {
 	if m := c.recv(); errorCode(m) != -32602 {
 		t.Errorf("token for another tool: %v", m)
 	}
-	c.send(writeCall("5", allow(st[:42]+"A")))
+	c.send(writeCall("5", allow(tamper(st))))
 	if m := c.recv(); errorCode(m) != -32602 {
 		t.Errorf("tampered token: %v", m)
 	}
@@ -499,4 +499,15 @@ func TestAbandonedPromptFreesItsRound(t *testing.T) {
 		c.send(writeCall("9", ""))
 		state(t, c.recv()) // a 5th round fits again
 	})
+}
+
+// tamper changes the first character of a token, so the result is always
+// another well-formed token (the last character of 32 bytes in base64url
+// carries only 4 bits, so changing it may leave the bytes equal).
+func tamper(token string) string {
+	c := byte('A')
+	if token[0] == 'A' {
+		c = 'B'
+	}
+	return string(c) + token[1:]
 }
