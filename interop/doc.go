@@ -4,6 +4,12 @@
 // (github.com/modelcontextprotocol/go-sdk) and, through Node, the official
 // TypeScript SDK (interop/ts).
 //
+// gosdk_test.go and ts_test.go (ts/interop.mjs) run both clients against
+// "serve stdio" and "serve http" (the bearer token from --token-file): list
+// the tools, read a real file, call an unknown tool and agent_submit; the Go
+// client in both eras, checking over HTTP that the host never hands out an
+// Mcp-Session-Id.
+//
 // ask_test.go holds the --ask-client scenarios (SPEC §6): write_file's
 // permission and overwrite-or-keep prompts answered by the TypeScript
 // client's elicitation handler over legacy stdio (ts_ask_test.go,

@@ -59,42 +59,11 @@ func testGoSDKAsk(t *testing.T, carrier string, sc askScenario, ask bool) {
 		flags = append(flags, "--ask-client")
 	}
 
-	var inner mcp.Transport
-	var host *httpHost
-	switch carrier {
-	case "stdio":
-		cmd := serverCommand(ctx, ws, flags...)
-		cmd.Stderr = stderr
-		inner = &mcp.CommandTransport{Command: cmd}
-	case "http":
-		host = startHTTPHost(ctx, t, ws, stderr, flags...)
-		inner = &mcp.StreamableClientTransport{Endpoint: host.url, HTTPClient: host.httpClient(t)}
-	default:
-		t.Fatalf("unknown carrier %q", carrier)
-	}
-	rec := &recordingTransport{inner: inner}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("wire:\n%s", rec.dump())
-		}
-	})
-
+	c := newGoSDKCarrier(ctx, t, carrier, ws, stderr, flags...)
 	script := &elicitScript{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-go-sdk-ask", Version: "v1.8.0"},
 		&mcp.ClientOptions{ElicitationHandler: script.handle})
-	cs, err := client.Connect(ctx, rec, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
-	if err != nil {
-		t.Fatalf("connect at %s: %v", modernVersion, err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = cs.Close()
-		}
-	}()
-	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion != modernVersion {
-		t.Fatalf("negotiated %+v, want protocol version %s (client sent %v)", ir, modernVersion, rec.methods())
-	}
+	cs := c.connect(ctx, t, client, modernVersion)
 
 	paths := sc.paths(ws)
 	var reports []callReport
@@ -115,17 +84,9 @@ func testGoSDKAsk(t *testing.T, carrier string, sc askScenario, ask bool) {
 	}
 
 	checkAskScenario(t, sc, ws, reports)
-	checkInputRequiredRounds(t, rec, sc, reports)
+	checkInputRequiredRounds(t, c.rec, sc, reports)
 
-	closed = true
-	if err := cs.Close(); err != nil {
-		t.Errorf("closing the session: %v", err) // on stdio: the server's exit after stdin EOF
-	}
-	if host != nil {
-		if err := host.stop(); err != nil {
-			t.Errorf("stopping serve http: %v", err)
-		}
-	}
+	c.close(t)
 }
 
 // elicitScript is the client's ElicitationHandler: it records each prompt
@@ -197,7 +158,7 @@ type roundResult struct {
 //     …}}}, requestState} whose prompt is the one the handler saw, and
 //     whose requestState is 32 bytes of base64url never seen before; the
 //     last is resultType complete.
-func checkInputRequiredRounds(t *testing.T, rec *recordingTransport, sc askScenario, reports []callReport) {
+func checkInputRequiredRounds(t *testing.T, rec *wireRecorder, sc askScenario, reports []callReport) {
 	t.Helper()
 	methods := rec.methods()
 	if len(methods) == 0 || methods[0] != "server/discover" || slices.Contains(methods, "initialize") {

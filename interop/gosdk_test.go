@@ -22,7 +22,9 @@ const (
 var refusedSubmit = regexp.MustCompile(`(?i)refus|configur`)
 
 // TestGoSDKClient drives the binary with the official Go SDK client, once
-// per protocol era.
+// per carrier (stdio: CommandTransport on "serve stdio"; http:
+// StreamableClientTransport on "serve http", the bearer token from
+// --token-file added by its http.Client) and protocol era.
 //
 // go-sdk v1.8.0's Client.Connect opts into 2026-07-28 when
 // ClientSessionOptions.ProtocolVersion is "2026-07-28" (also its default):
@@ -32,48 +34,36 @@ var refusedSubmit = regexp.MustCompile(`(?i)refus|configur`)
 // 2025-11-25, so the test asserts the negotiated version
 // (ClientSession.InitializeResult().ProtocolVersion) and, from the recorded
 // wire traffic, that no initialize was sent and that the server answered
-// every request as a modern one.
+// every request as a modern one. Over HTTP it also asserts, in both eras,
+// that the host stayed stateless: no response carried Mcp-Session-Id and the
+// session has no id.
 func TestGoSDKClient(t *testing.T) {
-	for _, version := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(version, func(t *testing.T) {
+	for _, carrier := range []string{"stdio", "http"} {
+		t.Run(carrier, func(t *testing.T) {
 			t.Parallel()
-			testGoSDKClient(t, version)
+			for _, version := range []string{"2025-11-25", modernVersion} {
+				t.Run(version, func(t *testing.T) {
+					t.Parallel()
+					testGoSDKClient(t, carrier, version)
+				})
+			}
 		})
 	}
 }
 
-func testGoSDKClient(t *testing.T, version string) {
-	modern := version >= "2026-07-28"
+func testGoSDKClient(t *testing.T, carrier, version string) {
+	modern := version >= modernVersion
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 
 	ws := newWorkspace(t)
 	stderr := &lockedBuffer{}
 	logStderrOnFailure(t, stderr)
-	cmd := serverCommand(ctx, ws)
-	cmd.Stderr = stderr
-	rec := &recordingTransport{inner: &mcp.CommandTransport{Command: cmd}}
-
+	c := newGoSDKCarrier(ctx, t, carrier, ws, stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-go-sdk", Version: "v1.8.0"}, nil)
-	cs, err := client.Connect(ctx, rec, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect at %s: %v", version, err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = cs.Close()
-		}
-	}()
+	cs := c.connect(ctx, t, client, version)
 
-	// The negotiated version.
 	ir := cs.InitializeResult()
-	if ir == nil {
-		t.Fatal("InitializeResult() = nil after Connect")
-	}
-	if ir.ProtocolVersion != version {
-		t.Fatalf("negotiated protocol version = %q, want %q (client sent %v)", ir.ProtocolVersion, version, rec.methods())
-	}
 	if ir.Capabilities == nil || ir.Capabilities.Tools == nil {
 		t.Errorf("server capabilities = %+v, want tools", ir.Capabilities)
 	} else if ir.Capabilities.Prompts != nil || ir.Capabilities.Resources != nil {
@@ -87,16 +77,109 @@ func testGoSDKClient(t *testing.T, version string) {
 
 	// How the session really went over the wire.
 	if modern {
-		checkModernTraffic(t, rec)
+		checkModernTraffic(t, c.rec)
 	} else {
-		checkLegacyTraffic(t, rec, version)
+		checkLegacyTraffic(t, c.rec, version)
 	}
+	c.close(t)
+}
 
-	// Closing stdin must make the server exit 0 (the transport waits for it,
-	// and reports a non-zero status or a needed SIGTERM as an error).
-	closed = true
-	if err := cs.Close(); err != nil {
-		t.Errorf("closing the session (server exit): %v", err)
+// goSDKCarrier is a go-sdk client transport to a fresh agentmcp server on
+// one carrier, recording the JSON-RPC traffic (and, on http, every HTTP
+// exchange).
+type goSDKCarrier struct {
+	name      string
+	version   string            // the protocol version asked for, once connected
+	rec       *wireRecorder     // the client's JSON-RPC traffic
+	host      *httpHost         // http: the "serve http" process
+	exchanges *exchangeRecorder // http: every HTTP exchange of the client
+	transport mcp.Transport     // what the client connects with
+
+	cs     *mcp.ClientSession
+	closed bool
+}
+
+// newGoSDKCarrier starts "agentmcp serve <carrier> --root <ws>" with extra
+// flags (over http, with --token-file), its stderr going to stderr, and
+// prepares the client transport to it: CommandTransport for stdio; for
+// http, StreamableClientTransport on the printed URL with an http.Client
+// that adds the bearer token.
+func newGoSDKCarrier(ctx context.Context, t *testing.T, carrier string, ws workspace, stderr *lockedBuffer, flags ...string) *goSDKCarrier {
+	t.Helper()
+	c := &goSDKCarrier{name: carrier, rec: &wireRecorder{}}
+	switch carrier {
+	case "stdio":
+		cmd := serverCommand(ctx, ws, flags...)
+		cmd.Stderr = stderr
+		c.transport = &recordingTransport{inner: &mcp.CommandTransport{Command: cmd}, wire: c.rec}
+	case "http":
+		// The client's own transport, unwrapped: the JSON-RPC traffic is
+		// recorded under its http.Client (wireRecorder says why).
+		c.host = startHTTPHost(ctx, t, ws, stderr, flags...)
+		hc := c.host.httpClient(t)
+		c.exchanges = &exchangeRecorder{base: hc.Transport, wire: c.rec}
+		hc.Transport = c.exchanges
+		c.transport = &mcp.StreamableClientTransport{Endpoint: c.host.url, HTTPClient: hc}
+	default:
+		t.Fatalf("unknown carrier %q", carrier)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("wire:\n%s", c.rec.dump())
+		}
+	})
+	return c
+}
+
+// connect connects client at version and checks that the negotiated
+// protocol version is version: go-sdk falls back to initialize at
+// 2025-11-25, without an error, when server/discover fails. The session is
+// closed when the test ends unless close did it.
+func (c *goSDKCarrier) connect(ctx context.Context, t *testing.T, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
+	c.version = version
+	cs, err := client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect at %s over %s: %v", version, c.name, err)
+	}
+	c.cs = cs
+	t.Cleanup(func() {
+		if !c.closed {
+			_ = cs.Close()
+		}
+	})
+	ir := cs.InitializeResult()
+	if ir == nil {
+		t.Fatal("InitializeResult() = nil after Connect")
+	}
+	if ir.ProtocolVersion != version {
+		t.Fatalf("negotiated protocol version = %q, want %q (client sent %v)", ir.ProtocolVersion, version, c.rec.methods())
+	}
+	return cs
+}
+
+// close closes the session and checks how the carrier ended. On stdio,
+// closing stdin must make the server exit 0 (CommandTransport waits for it
+// and reports a non-zero status or a needed SIGTERM as an error). On http,
+// the session must have no id, no HTTP response may have carried
+// Mcp-Session-Id (SPEC §4: stateless), and serve http must exit 0 on
+// SIGTERM.
+func (c *goSDKCarrier) close(t *testing.T) {
+	t.Helper()
+	if c.host != nil {
+		if id := c.cs.ID(); id != "" {
+			t.Errorf("the go-sdk session over HTTP has the id %q, want none (stateless host)", id)
+		}
+	}
+	c.closed = true
+	if err := c.cs.Close(); err != nil {
+		t.Errorf("closing the session over %s: %v", c.name, err)
+	}
+	if c.host != nil {
+		checkStatelessExchanges(t, c.exchanges, c.version)
+		if err := c.host.stop(); err != nil {
+			t.Errorf("stopping serve http: %v", err)
+		}
 	}
 }
 
@@ -193,7 +276,7 @@ func singleText(t *testing.T, call string, res *mcp.CallToolResult) string {
 // checkLegacyTraffic checks that the session began with initialize at
 // version, followed by notifications/initialized, and never used the modern
 // era's discovery.
-func checkLegacyTraffic(t *testing.T, rec *recordingTransport, version string) {
+func checkLegacyTraffic(t *testing.T, rec *wireRecorder, version string) {
 	t.Helper()
 	reqs := rec.requests()
 	methods := rec.methods()
@@ -224,7 +307,7 @@ func checkLegacyTraffic(t *testing.T, rec *recordingTransport, version string) {
 // server/discover first and no initialize; every request carried the
 // per-request _meta; every answer was a modern result (resultType, and the
 // server's info in _meta), and discovery listed the contract's versions.
-func checkModernTraffic(t *testing.T, rec *recordingTransport) {
+func checkModernTraffic(t *testing.T, rec *wireRecorder) {
 	t.Helper()
 	reqs := rec.requests()
 	methods := rec.methods()
@@ -253,7 +336,7 @@ func checkModernTraffic(t *testing.T, rec *recordingTransport) {
 	}
 }
 
-func checkModernResult(t *testing.T, rec *recordingTransport, req *jsonrpc.Request) {
+func checkModernResult(t *testing.T, rec *wireRecorder, req *jsonrpc.Request) {
 	t.Helper()
 	resp, ok := rec.responseTo(req)
 	if !ok {

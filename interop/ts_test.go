@@ -14,25 +14,56 @@ import (
 const wantTSSDKVersion = "1.32.2"
 
 // TestTypeScriptSDKClient runs ts/interop.mjs, which drives the binary with
-// the official TypeScript SDK client (Client + StdioClientTransport) and
-// exits non-zero with a message on the first failed check. It fails, never
-// skips, when node or the npm packages are missing: scripts/test.sh installs
-// them.
+// the official TypeScript SDK client and exits non-zero with a message on
+// the first failed check, once per carrier: stdio (StdioClientTransport
+// spawning "serve stdio") and http (StreamableHTTPClientTransport on
+// "agentmcp serve http", the bearer token from --token-file sent through
+// requestInit's headers; the script also checks that no response carried
+// Mcp-Session-Id). It fails, never skips, when node or the npm packages are
+// missing: scripts/test.sh installs them.
 func TestTypeScriptSDKClient(t *testing.T) {
 	t.Parallel()
 	node := tsNode(t)
+	for _, carrier := range []string{"stdio", "http"} {
+		t.Run(carrier, func(t *testing.T) {
+			t.Parallel()
+			testTSClient(t, node, carrier)
+		})
+	}
+}
 
+func testTSClient(t *testing.T, node, carrier string) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	ws := newWorkspace(t)
-	cmd := exec.CommandContext(ctx, node, "interop.mjs", binPath, ws.root, ws.file)
+
+	var args []string
+	var host *httpHost
+	stderr := &lockedBuffer{}
+	switch carrier {
+	case "stdio":
+		args = []string{"interop.mjs", binPath, ws.root, ws.file}
+	case "http":
+		logStderrOnFailure(t, stderr)
+		host = startHTTPHost(ctx, t, ws, stderr)
+		args = []string{"interop.mjs", "--http", host.url, host.tokenFile, ws.root, ws.file}
+	default:
+		t.Fatalf("unknown carrier %q", carrier)
+	}
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = "ts"
 	out, err := cmd.CombinedOutput()
-	t.Logf("node interop.mjs output (the server's stderr included):\n%s", out)
+	t.Logf("node interop.mjs output (on stdio, the server's stderr included):\n%s", out)
 	if err != nil {
-		t.Fatalf("TypeScript SDK client: %v", err)
+		t.Fatalf("TypeScript SDK client over %s: %v", carrier, err)
 	}
 	checkNoDataRace(t, out)
+	if host != nil {
+		if err := host.stop(); err != nil {
+			t.Errorf("stopping serve http: %v", err)
+		}
+		checkNoDataRace(t, []byte(stderr.String()))
+	}
 }
 
 // tsNode returns the node command after checking that interop/ts has the

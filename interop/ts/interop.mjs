@@ -1,10 +1,19 @@
-// Drives the built agentmcp binary with the official TypeScript MCP SDK
-// client (@modelcontextprotocol/sdk, Client + StdioClientTransport):
-// lists the tools, reads a real file, calls an unknown tool and agent_submit,
-// and checks each answer. Exits 0 when every check passes, 1 otherwise.
+// Drives agentmcp with the official TypeScript MCP SDK client
+// (@modelcontextprotocol/sdk): lists the tools, reads a real file, calls an
+// unknown tool and agent_submit, and checks each answer. Exits 0 when every
+// check passes, 1 otherwise.
 //
-// Usage: node interop.mjs <agentmcp binary> <root dir> [file relative to root]
-//    or: AGENTMCP_BIN=... AGENTMCP_ROOT=... [AGENTMCP_FILE=...] node interop.mjs
+// Two carriers, the same calls and checks:
+//   stdio: Client + StdioClientTransport, spawning "<binary> serve stdio --root <root>":
+//     node interop.mjs <agentmcp binary> <root dir> [file relative to root]
+//     AGENTMCP_BIN=... AGENTMCP_ROOT=... [AGENTMCP_FILE=...] node interop.mjs
+//   http: Client + StreamableHTTPClientTransport on a running "agentmcp serve http",
+//     the bearer token (read from the --token-file file) sent through requestInit's headers:
+//     node interop.mjs --http <url> <token file> <root dir> [file relative to root]
+//     AGENTMCP_URL=... AGENTMCP_TOKEN_FILE=... AGENTMCP_ROOT=... [AGENTMCP_FILE=...] node interop.mjs
+//   Over http it also checks that the host stayed stateless: no response
+//   carried Mcp-Session-Id (so the transport has no session id), every POST
+//   was answered 200 or 202 and the SDK's standalone SSE GET 405.
 //
 // The file (default greeting.txt) must exist in the root; its content is read
 // here and compared with what read_file returns.
@@ -14,6 +23,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { RecordingTransport } from './record.mjs';
 
 const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'agent_submit'];
@@ -26,12 +36,20 @@ const WANT_SUBMIT_SCHEMA = {
 };
 const WANT_PROTOCOL_VERSION = '2025-11-25'; // the SDK's latest; it has no 2026-07-28
 const TIMEOUT_MS = 60_000;
+const USAGE = 'usage: node interop.mjs <agentmcp binary> <root dir> [file relative to root]\n' +
+  '   or: node interop.mjs --http <url> <token file> <root dir> [file relative to root]';
 
-const bin = process.argv[2] ?? process.env.AGENTMCP_BIN;
-const root = process.argv[3] ?? process.env.AGENTMCP_ROOT;
-const file = process.argv[4] ?? process.env.AGENTMCP_FILE ?? 'greeting.txt';
-if (!bin || !root) {
-  console.error('usage: node interop.mjs <agentmcp binary> <root dir> [file relative to root]');
+const env = process.env;
+const args = process.argv.slice(2);
+const overHTTP = args[0] === '--http' || (args.length === 0 && env.AGENTMCP_URL !== undefined);
+if (args[0] === '--http') args.shift();
+const bin = overHTTP ? undefined : (args.shift() ?? env.AGENTMCP_BIN);
+const url = overHTTP ? (args.shift() ?? env.AGENTMCP_URL) : undefined;
+const tokenFile = overHTTP ? (args.shift() ?? env.AGENTMCP_TOKEN_FILE) : undefined;
+const root = args.shift() ?? env.AGENTMCP_ROOT;
+const file = args.shift() ?? env.AGENTMCP_FILE ?? 'greeting.txt';
+if (!(overHTTP ? url && tokenFile : bin) || !root) {
+  console.error(USAGE);
   process.exit(2);
 }
 
@@ -51,14 +69,77 @@ function singleText(call, res) {
   return res.content[0].text;
 }
 
+// Every HTTP exchange of the http carrier's transport, recorded by its fetch.
+const exchanges = [];
+const pendingFetches = new Set();
+
+function recordingFetch(input, init) {
+  const headers = new Headers(init?.headers);
+  const exchange = {
+    method: init?.method ?? 'GET',
+    protocolVersion: headers.get('mcp-protocol-version'),
+    requestSessionId: headers.get('mcp-session-id'),
+  };
+  const pending = fetch(input, init).then((res) => {
+    exchange.status = res.status;
+    exchange.allow = res.headers.get('allow');
+    exchange.sessionId = res.headers.get('mcp-session-id');
+    exchanges.push(exchange);
+    return res;
+  });
+  pendingFetches.add(pending);
+  pending.catch(() => {}).finally(() => pendingFetches.delete(pending));
+  return pending;
+}
+
+function openTransport() {
+  if (!overHTTP) {
+    return new StdioClientTransport({
+      command: bin,
+      args: ['serve', 'stdio', '--root', root],
+      stderr: 'inherit', // server logs go to our stderr; stdout is the protocol
+    });
+  }
+  const token = readFileSync(tokenFile, 'utf8').trim();
+  return new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    fetch: recordingFetch,
+  });
+}
+
+// checkStateless checks the HTTP side of the session (SPEC §4, Streamable
+// HTTP): the host never minted Mcp-Session-Id, so the client never sent one;
+// every POST was answered 200 (a request) or 202 (a notification); the
+// standalone SSE GET the SDK opens after notifications/initialized got 405
+// with Allow: POST, which the SDK takes as "no stream here"; every POST
+// after initialize carried MCP-Protocol-Version.
+async function checkStateless(transport) {
+  await Promise.allSettled([...pendingFetches]); // the SSE GET runs on its own
+  check(transport.sessionId === undefined, `the transport has the session id ${show(transport.sessionId)}, want none`);
+  let posts = 0;
+  let gets = 0;
+  for (const [i, ex] of exchanges.entries()) {
+    const label = `HTTP exchange ${i + 1} (${ex.method} → ${ex.status})`;
+    check(ex.sessionId === null, `${label}: the response carries Mcp-Session-Id ${show(ex.sessionId)}`);
+    check(ex.requestSessionId === null, `${label}: the client sent Mcp-Session-Id ${show(ex.requestSessionId)}`);
+    if (ex.method === 'POST') {
+      posts++;
+      check(ex.status === 200 || ex.status === 202, `${label}: want 200 or 202`);
+      check(posts === 1 || ex.protocolVersion === WANT_PROTOCOL_VERSION,
+        `${label}: MCP-Protocol-Version ${show(ex.protocolVersion)}, want ${WANT_PROTOCOL_VERSION}`);
+    } else {
+      gets += ex.method === 'GET' ? 1 : 0;
+      check(ex.status === 405 && ex.allow === 'POST', `${label}: want 405 with Allow: POST, got Allow ${show(ex.allow)}`);
+    }
+  }
+  check(posts === transport.sent.length,
+    `${posts} POSTs for ${transport.sent.length} messages sent, want one POST per message`);
+  check(gets === 1, `${gets} GET requests, want the SDK's one standalone SSE GET`);
+}
+
 async function main() {
   const wantContent = readFileSync(join(root, file), 'utf8');
-  const stdio = new StdioClientTransport({
-    command: bin,
-    args: ['serve', 'stdio', '--root', root],
-    stderr: 'inherit', // server logs go to our stderr; stdout is the protocol
-  });
-  const transport = new RecordingTransport(stdio);
+  const transport = new RecordingTransport(openTransport());
   const client = new Client({ name: 'agentmcp-interop-ts', version: '1.32.2' });
   const opts = { timeout: TIMEOUT_MS };
 
@@ -120,12 +201,14 @@ async function main() {
     check(res.isError === true && /refus|configur/i.test(text),
       `agent_submit answered ${show(res)}, want a tool error saying it is refused / not configured`);
 
+    if (overHTTP) await checkStateless(transport);
     check(transport.errors.length === 0,
       `transport errors: ${transport.errors.map((e) => e.message).join('; ')}`);
   } finally {
     await client.close();
   }
-  console.log(`ok: TypeScript SDK client passed against ${bin} (protocol ${WANT_PROTOCOL_VERSION})`);
+  const against = overHTTP ? `${url} (Streamable HTTP, ${exchanges.length} HTTP exchanges)` : `${bin} (stdio)`;
+  console.log(`ok: TypeScript SDK client passed against ${against} at protocol ${WANT_PROTOCOL_VERSION}`);
 }
 
 try {
@@ -134,6 +217,6 @@ try {
 } catch (err) {
   const what = err instanceof CheckError ? 'check failed' : 'error';
   const detail = err instanceof CheckError ? err.message : (err?.stack ?? String(err));
-  console.error(`FAIL (TypeScript SDK client, ${what}): ${detail}`);
+  console.error(`FAIL (TypeScript SDK client over ${overHTTP ? 'Streamable HTTP' : 'stdio'}, ${what}): ${detail}`);
   process.exit(1);
 }
