@@ -131,9 +131,6 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// SubmitTool returns the resolved submission tool identity.
-func (e *Engine) SubmitTool() domain.SubmitTool { return e.submit }
-
 // Validate reads the session's catalog and validates it (SPEC §2). Carriers
 // call it at start, before any client connects or any port is bound; its
 // error (a *domain.CatalogError or the session's) fails start-up.

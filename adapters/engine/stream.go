@@ -48,12 +48,11 @@ type Stream struct {
 	inputEnd  chan struct{} // closed by Drain: the client can answer nothing more
 	endOnce   sync.Once
 
-	mu          sync.Mutex // guards the fields below
-	version     string     // negotiated legacy revision; "" before initialize
-	initialized bool       // notifications/initialized received
-	canElicit   bool       // negotiated >= 2025-06-18 and declared form elicitation
-	inflight    map[string]*flight
-	closing     bool
+	mu        sync.Mutex // guards the fields below
+	version   string     // negotiated legacy revision; "" before initialize
+	canElicit bool       // negotiated >= 2025-06-18 and declared form elicitation
+	inflight  map[string]*flight
+	closing   bool
 	// pending are our elicitation/create requests awaiting the client's
 	// response, by id key; their ids ("srv-<n>") are our own id space.
 	pending map[string]chan json.RawMessage
@@ -129,7 +128,7 @@ func (s *Stream) Handle(frame []byte) {
 	}
 	switch firstByte(frame) {
 	case '{':
-		s.handleOne(frame, s.write)
+		s.handleMessage(frame, s.write, false)
 	case '[':
 		s.handleBatch(frame)
 	default:
@@ -173,7 +172,7 @@ func (s *Stream) handleBatch(frame []byte) {
 			deliver(errorFrame(ID{}, newError(CodeInvalidRequest, "Invalid Request: not a JSON-RPC message")))
 			continue
 		}
-		s.handleElement(el, deliver)
+		s.handleMessage(el, deliver, true)
 	}
 }
 
@@ -208,16 +207,8 @@ func (b *batch) deliver(i int, resp []byte) {
 	b.s.write(arr)
 }
 
-// handleOne serves one message outside a batch; deliver receives its answer
-// (nil for none).
-func (s *Stream) handleOne(frame []byte, deliver func([]byte)) {
-	s.handleMessage(frame, deliver, false)
-}
-
-func (s *Stream) handleElement(frame []byte, deliver func([]byte)) {
-	s.handleMessage(frame, deliver, true)
-}
-
+// handleMessage serves one message, alone or as a batch element; deliver
+// receives its answer (nil for none).
 func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool) {
 	m, derr := decodeMessage(frame)
 	if derr != nil {
@@ -304,13 +295,11 @@ func (s *Stream) initialize(in *inbound) []byte {
 	return encodeResponse(in.id, s.e.initializeResult(version), nil)
 }
 
-// notification handles a client notification; unknown ones are ignored.
+// notification handles a client notification. notifications/initialized
+// changes nothing: requests are served from the initialize answer on, so it
+// is ignored like every unknown notification.
 func (s *Stream) notification(m *message) {
 	switch m.method {
-	case "notifications/initialized":
-		s.mu.Lock()
-		s.initialized = true
-		s.mu.Unlock()
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
@@ -449,13 +438,6 @@ func (s *Stream) isInFlight(id ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.inflight[id.Key()] != nil
-}
-
-// InFlight reports how many requests are being served.
-func (s *Stream) InFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.inflight)
 }
 
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {

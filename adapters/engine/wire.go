@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/domain"
@@ -202,7 +201,7 @@ func decodeMessage(obj []byte) (*message, *Error) {
 	return m, nil
 }
 
-// frameKind classifies a frame's first significant byte.
+// firstByte is a frame's first byte after JSON whitespace (0 for none).
 func firstByte(b []byte) byte {
 	b = bytes.TrimLeft(b, " \t\r\n")
 	if len(b) == 0 {
@@ -282,4 +281,4 @@ func trimLine(line []byte) []byte {
 	return bytes.TrimRight(line, "\r")
 }
 
-func isBlank(b []byte) bool { return len(strings.TrimSpace(string(b))) == 0 }
+func isBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
