@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
+
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
@@ -252,7 +254,7 @@ func TestServeRemoteCLI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		c := app.Main(ctx, []string{"serve", "remote",
@@ -344,7 +346,7 @@ func TestServeRemoteUsage(t *testing.T) {
 		{"trusted proxy by name", append(base, "--trusted-proxy", "proxy.internal"), 1, "literal IP"},
 	}
 	for _, tt := range tests {
-		stderr := &lockedBuffer{}
+		stderr := &syncbuf.Buffer{}
 		var stdout strings.Builder
 		code := app.Main(t.Context(), tt.args, strings.NewReader(""), &stdout, stderr)
 		if code != tt.code || !strings.Contains(stderr.String(), tt.msg) {

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,37 +9,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
+
 	"github.com/agentmcp/agentmcp/app"
 )
-
-// lockedBuffer is a goroutine-safe stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // run is one "agentmcp serve http" in this process.
 type run struct {
 	cancel context.CancelFunc
 	code   chan int
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	url    string // "" when the command ended before printing it
 }
 
@@ -49,7 +31,7 @@ func serveHTTP(t *testing.T, args ...string) *run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	r := &run{cancel: cancel, code: make(chan int, 1), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	r := &run{cancel: cancel, code: make(chan int, 1), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	go func() {
 		code := app.Main(ctx, append([]string{"serve", "http"}, args...), strings.NewReader(""), pw, r.stderr)
 		pw.Close()
@@ -233,7 +215,7 @@ func TestServeHTTPUsage(t *testing.T) {
 		{"extra"},
 		{"--nope"},
 	} {
-		var stderr lockedBuffer
+		var stderr syncbuf.Buffer
 		code := app.Main(context.Background(), append([]string{"serve", "http"}, args...), strings.NewReader(""), io.Discard, &stderr)
 		if code != 2 {
 			t.Errorf("%v: exit code %d, want 2", args, code)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
+
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -686,7 +688,7 @@ func TestLongCallOutlivesBodyTimeout(t *testing.T) {
 // TestTokenNeverLogged: at debug level, across admitted and refused
 // requests and a stop, the token appears in no log line.
 func TestTokenNeverLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h, err := httploopback.New(httploopback.Options{Session: fake.New(), Logger: logger})
 	if err != nil {

@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/domain"
@@ -247,7 +248,7 @@ func TestStartWarnings(t *testing.T) {
 		{"127.0.0.1", "127.0.0.1", ""},
 	}
 	for _, tt := range tests {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		o := validOptions()
 		o.Host = tt.host
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -272,21 +273,4 @@ func TestStartWarnings(t *testing.T) {
 			t.Errorf("Host %s, proxy %q: unexpected warning:\n%s", tt.host, tt.proxy, out)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

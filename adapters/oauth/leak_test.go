@@ -1,14 +1,14 @@
 package oauth_test
 
 import (
-	"bytes"
 	"fmt"
 	"log"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -22,31 +22,13 @@ var vocabulary = []ports.RefusalReason{
 	ports.RefusalMissingScope, ports.RefusalPrincipalNotAllowed, ports.RefusalKeysUnavailable,
 }
 
-// lockedBuffer collects log output from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestNoTokenTextInVerdictsOrLogs runs every refusal row with the standard
 // and slog loggers captured: each verdict must be one word of the
 // vocabulary and nothing else, and neither verdicts nor logs may contain the
 // token, a part of it or a claim value. It changes process-wide loggers, so
 // it does not run in parallel.
 func TestNoTokenTextInVerdictsOrLogs(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	prevWriter, prevFlags, prevSlog := log.Writer(), log.Flags(), slog.Default()
 	log.SetOutput(&logs)
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))

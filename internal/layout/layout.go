@@ -44,6 +44,7 @@ var Rules = []Rule{
 	{"adapters/workspace", core, "the reference session: ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
+	{"internal/syncbuf", nil, "a goroutine-safe buffer for tests: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
