@@ -253,18 +253,32 @@ func TestRoundsExpireAfterTheirLifetime(t *testing.T) {
 }
 
 func TestRoundLifetimeIsConfigurableAndCapped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e, _ := askEngine(t, engine.Options{RoundLifetime: time.Minute})
-		c := newClient(t, e)
-		c.send(writeCall("1", ""))
-		st := state(t, c.recv())
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		c.send(writeCall("2", allow(st)))
-		if m := c.recv(); errorCode(m) != -32602 {
-			t.Errorf("retry after the 1 min lifetime: %v", m)
-		}
-	})
+	for _, tc := range []struct {
+		lifetime, lives time.Duration
+	}{
+		{time.Minute, time.Minute},
+		{2 * time.Hour, 30 * time.Minute}, // capped at SPEC §6's 30 minutes
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			e, _ := askEngine(t, engine.Options{RoundLifetime: tc.lifetime})
+			c := newClient(t, e)
+			c.send(writeCall("1", ""))
+			early := state(t, c.recv())
+			c.send(writeCall("2", ""))
+			late := state(t, c.recv())
+			time.Sleep(tc.lives - time.Second)
+			c.send(writeCall("3", allow(early)))
+			if got := envelopeOf(t, c.recv()); got != `{"success":true,"toolName":"write"}` {
+				t.Errorf("lifetime %v: retry 1 s before %v: %s, want the call to resume", tc.lifetime, tc.lives, got)
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			c.send(writeCall("4", allow(late)))
+			if m := c.recv(); errorCode(m) != -32602 {
+				t.Errorf("lifetime %v: retry at %v: %v, want -32602", tc.lifetime, tc.lives, m)
+			}
+		})
+	}
 }
 
 func TestShutdownSettlesParkedRounds(t *testing.T) {
