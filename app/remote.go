@@ -17,7 +17,7 @@ type RemoteAccess struct {
 	// AllowedSubjects are the token sub values admitted; AllowedClients the
 	// client_id values admitted whatever the sub (meant for confidential or
 	// machine clients: a public client's id admits every user of that
-	// client). At least one entry in all (SPEC §7).
+	// client). At least one entry in all (docs/SPEC.md §7).
 	AllowedSubjects, AllowedClients []string
 	// Algorithms limits the accepted signature algorithms to a subset of
 	// RS256, ES256 and EdDSA; empty means all three.
@@ -32,8 +32,8 @@ type RemoteAccess struct {
 // set: NewRemote builds the verifier itself.
 var ErrVerifierGiven = errors.New("app: NewRemote builds the verifier: leave Authorization.Verifier nil")
 
-// NewRemote returns the remote Streamable HTTP host (SPEC §5.3) serving
-// session, with the access-token verifier of adapters/oauth (SPEC §7) built
+// NewRemote returns the remote Streamable HTTP host (docs/SPEC.md §5.3) serving
+// session, with the access-token verifier of adapters/oauth (docs/SPEC.md §7) built
 // from the same values: opts.Authorization's Issuer, PublicURL (the
 // verifier's Resource, the audience tokens must name) and Scopes (its
 // RequiredScopes), plus access. The verifier's Describe() therefore always

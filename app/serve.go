@@ -55,7 +55,7 @@ type running interface {
 }
 
 // stopGrace bounds the CLI's Stop: every carrier's own Stop returns within
-// 5 s (SPEC §3); the margin only guards against one that would not.
+// 5 s (docs/SPEC.md §3); the margin only guards against one that would not.
 const stopGrace = 6 * time.Second
 
 // stop stops c, logging a Stop that did not finish cleanly.

@@ -15,7 +15,7 @@ import (
 
 // serveHTTP runs "agentmcp serve http [--root DIR] [--port N] [--token-file
 // PATH]": the reference workspace session over the loopback Streamable HTTP
-// host (SPEC §5.2).
+// host (docs/SPEC.md §5.2).
 //
 // Order of events: the token file is created (exclusively, mode 0600) before
 // anything is bound, so an existing file fails start-up without side

@@ -20,7 +20,7 @@ const remoteUsage = `usage: agentmcp serve remote --public-url URL --issuer URL 
          [--submit-description TEXT] [--ask-client]
 
 Serves the reference workspace session over DIR to remote MCP clients as an
-OAuth 2.0 protected resource (SPEC §5.3): plain HTTP on --listen (default
+OAuth 2.0 protected resource (docs/SPEC.md §5.3): plain HTTP on --listen (default
 127.0.0.1:0, a free port), behind a TLS-terminating reverse proxy that
 forwards the public URL's path unchanged and keeps the Host header. Every
 request needs an access token from --issuer (an RFC 9068 JWT: typ at+jwt,

@@ -33,7 +33,7 @@ import (
 // the call's text block, so its answer text is
 // {"success":true,"toolName":"echo","result":{"text":"hello world"}}
 // rather than the bare "hello world" the peers return: that is agentmcp's
-// contract (SPEC §2), not a benchmark choice.
+// contract (docs/SPEC.md §2), not a benchmark choice.
 type echoSession struct{}
 
 var echoTools = []domain.Tool{{

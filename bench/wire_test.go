@@ -99,7 +99,7 @@ func callText(msg []byte, id int64) (string, error) {
 // checkEnvelope checks that text is agentmcp's success envelope of the echo
 // tool: {"success":true,"toolName":"echo","result":{"text":"hello world"}}
 // (agentmcp answers every runtime tool with its execution envelope as the
-// text block; SPEC §2). The benchmarks check it in full once, then compare
+// text block; docs/SPEC.md §2). The benchmarks check it in full once, then compare
 // every later answer with it byte for byte.
 func checkEnvelope(text string) error {
 	var env struct {

@@ -21,7 +21,7 @@
 #
 # Works from any directory, as root, with no stdin (CI). Needs go and npm on
 # PATH (npm runs on the system Node; only the suite runs on Node 22).
-# AskClient is on in both legs (SPEC §6): the 2026-07-28 leg needs it for the
+# AskClient is on in both legs (docs/SPEC.md §6): the 2026-07-28 leg needs it for the
 # input-required rounds; in the 2025-11-25 leg legacy HTTP settles every
 # prompt closed whatever AskClient says, and running it on proves that.
 # CONFORMANCE_ASK_CLIENT=0 starts both fixtures with asking off, the product

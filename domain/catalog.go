@@ -8,7 +8,7 @@ import (
 )
 
 // Tool is one tool as MCP's tools/list advertises it: exactly name,
-// description and inputSchema (SPEC §2). InputSchema is a JSON Schema object
+// description and inputSchema (docs/SPEC.md §2). InputSchema is a JSON Schema object
 // kept as the session wrote it, so key order and unknown keywords survive.
 type Tool struct {
 	Name        string          `json:"name"`
@@ -24,7 +24,7 @@ var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 func ValidToolName(name string) bool { return toolNamePattern.MatchString(name) }
 
 // CatalogError is a catalog validation failure. Its message is client-visible
-// and fixed by SPEC §2; at start it fails start-up, afterwards tools/list
+// and fixed by docs/SPEC.md §2; at start it fails start-up, afterwards tools/list
 // answers -32603 with it and tools/call a tool error with it.
 type CatalogError struct{ Message string }
 
@@ -40,7 +40,7 @@ type Catalog struct {
 
 // NewCatalog validates the session's runtime tools against the submission tool
 // and returns the catalog, or a *CatalogError naming the first violation in
-// the session's order (SPEC §2): an invalid name, a duplicate or reserved name,
+// the session's order (docs/SPEC.md §2): an invalid name, a duplicate or reserved name,
 // or an input schema whose root is not {"type":"object"}.
 func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
 	// Own a deep copy: Same compares against it, and the session may reuse
@@ -102,7 +102,7 @@ func (c *Catalog) Has(name string) bool {
 }
 
 // UnknownToolMessage is the tool-error text for a name outside the catalog
-// (SPEC §3.3). MCP would allow -32602 here; a tool error lets the model see
+// (docs/SPEC.md §3.3). MCP would allow -32602 here; a tool error lets the model see
 // the mistake and correct it.
 func UnknownToolMessage(name string) string { return "Unknown tool: " + name }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Envelope is the execution envelope a runtime tool returns (SPEC §1). It is
+// Envelope is the execution envelope a runtime tool returns (docs/SPEC.md §1). It is
 // serialised with these JSON names in this order, absent optionals omitted;
 // the field order below is the wire order.
 type Envelope struct {
@@ -20,7 +20,7 @@ type Envelope struct {
 }
 
 // Content is one MCP content block. agentmcp only produces text blocks:
-// results are envelopes, never structuredContent (SPEC §2).
+// results are envelopes, never structuredContent (docs/SPEC.md §2).
 type Content struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -28,7 +28,7 @@ type Content struct {
 
 // ToolResult is an MCP CallToolResult as agentmcp produces it. IsError is a
 // pointer because the submission tool's success omits it while an envelope
-// always states it (SPEC §3).
+// always states it (docs/SPEC.md §3).
 type ToolResult struct {
 	Content []Content `json:"content"`
 	IsError *bool     `json:"isError,omitempty"`
@@ -51,7 +51,7 @@ func TextResult(text string) ToolResult {
 }
 
 // RenderEnvelope renders e as {"content":[{"type":"text","text":<e>}],
-// "isError":!e.Success} (SPEC §3.4).
+// "isError":!e.Success} (docs/SPEC.md §3.4).
 func RenderEnvelope(e Envelope) (ToolResult, error) {
 	text, err := MarshalJSON(e)
 	if err != nil {
@@ -68,7 +68,7 @@ func RenderEnvelope(e Envelope) (ToolResult, error) {
 const MaxClientMessage = 500
 
 // ClientMessage returns what a client may see of a session error: its first
-// line, at most 500 bytes, cut on a UTF-8 boundary (SPEC §1).
+// line, at most 500 bytes, cut on a UTF-8 boundary (docs/SPEC.md §1).
 func ClientMessage(err error) string {
 	msg := err.Error()
 	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {

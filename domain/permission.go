@@ -15,7 +15,7 @@ import (
 // for. The engine, not the session or the model, turns it into text: Value
 // is quoted with control and bidirectional characters escaped and cut to
 // MaxExcerpt characters; when Contents is set (file contents, large blobs)
-// only its size and SHA-256 are shown, never the bytes (SPEC §6 "Forms").
+// only its size and SHA-256 are shown, never the bytes (docs/SPEC.md §6 "Forms").
 type Argument struct {
 	Name     string
 	Value    string
@@ -32,7 +32,7 @@ type Form struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
 }
 
-// Answer keys and values of the forms (SPEC §6).
+// Answer keys and values of the forms (docs/SPEC.md §6).
 const (
 	DecisionKey  = "decision"
 	AnswerKey    = "answer"
@@ -100,7 +100,7 @@ func PermissionForm(p PermissionPrompt) Form {
 
 // AskForm renders an ask prompt: one required property "answer", an enum of
 // the options when there are any. ok is false for a masked ask, which is
-// never sent to an MCP client (SPEC §6: forms must not request secrets).
+// never sent to an MCP client (docs/SPEC.md §6: forms must not request secrets).
 func AskForm(p AskPrompt) (f Form, ok bool) {
 	if p.Masked {
 		return Form{}, false

@@ -1,6 +1,6 @@
 package domain
 
-// PermissionPrompt asks whoever drives a call to allow one tool call (SPEC §1).
+// PermissionPrompt asks whoever drives a call to allow one tool call (docs/SPEC.md §1).
 // Tool is a catalog tool name; Summary is the session's one-line description
 // of the call; Arguments are facts about it that the engine renders safely
 // (see Argument); Agent names a background agent when the prompt is not the
@@ -12,7 +12,7 @@ type PermissionPrompt struct {
 	Agent     string
 }
 
-// AskPrompt asks whoever drives a call a question (SPEC §1). Options, when
+// AskPrompt asks whoever drives a call a question (docs/SPEC.md §1). Options, when
 // non-empty, are the only valid answers. A Masked ask (a secret) is never sent
 // to an MCP client: it is cancelled.
 type AskPrompt struct {

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// RoundBinding is what a parked input-required round is bound to (SPEC §6):
+// RoundBinding is what a parked input-required round is bound to (docs/SPEC.md §6):
 // who may resume it and with which request. Principal is the remote
 // principal (issuer, subject, client), the loopback host, or the stdio
 // stream; Tool and ArgsDigest are the tools/call's name and the SHA-256 of
@@ -25,7 +25,7 @@ type RoundBinding struct {
 	ArgsDigest [32]byte
 }
 
-// Round bounds (SPEC §6).
+// Round bounds (docs/SPEC.md §6).
 const (
 	MaxRoundsPerHost      = 64
 	MaxRoundsPerPrincipal = 4

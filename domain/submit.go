@@ -7,7 +7,7 @@ import (
 )
 
 // SubmitTool is the identity of the submission tool through which MCP clients
-// hand a prompt to the session (SPEC §2). The zero value means the defaults.
+// hand a prompt to the session (docs/SPEC.md §2). The zero value means the defaults.
 type SubmitTool struct {
 	Name        string // default DefaultSubmitName
 	Description string // default DefaultSubmitDescription
@@ -19,7 +19,7 @@ const (
 )
 
 // SubmitInputSchema is the submission tool's input schema, byte for byte as
-// SPEC §2 fixes it.
+// docs/SPEC.md §2 fixes it.
 var SubmitInputSchema = json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","minLength":1}},"required":["prompt"],"additionalProperties":false}`)
 
 // ErrInvalidSubmitName is returned when a SubmitTool name breaks the MCP
@@ -46,7 +46,7 @@ func (s SubmitTool) Tool() Tool {
 }
 
 // InvalidArgumentsMessage is the tool-error text for a submission whose
-// arguments break the schema (SPEC §3.2); the session is not called.
+// arguments break the schema (docs/SPEC.md §3.2); the session is not called.
 func (s SubmitTool) InvalidArgumentsMessage() string {
 	return s.Name + " requires a non-empty string prompt and no other arguments"
 }

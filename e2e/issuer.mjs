@@ -13,7 +13,7 @@
 // client_id; defaults e2e-user and e2e-client) and expired=1 (exp an hour
 // ago). The mock authenticates no client: it is a test issuer only.
 //
-// Two quirks of oauth2-mock-server (see ../../shared/reference/e2e-recipes.md)
+// Two quirks of oauth2-mock-server
 // are handled here: on 127.* it names itself https://localhost:PORT, so the
 // issuer URL is set after start; and it serves no RFC 8414 metadata, so
 // /.well-known/oauth-authorization-server is added (the verifier tries it

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the remote host (SPEC §5.3) with real parts:
+# End-to-end test of the remote host (docs/SPEC.md §5.3) with real parts:
 #
 #   client.mjs (TypeScript SDK client + fetch)
 #        │ https://localhost:<nginx>/team/agent/mcp      NODE_EXTRA_CA_CERTS = test CA

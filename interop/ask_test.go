@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The write_file prompts of SPEC §6 ("Asking the client"), answered by real
+// The write_file prompts of docs/SPEC.md §6 ("Asking the client"), answered by real
 // MCP clients. With --ask-client the reference session's write_file asks
 // permission (one required property "decision": allow_once | deny) and, when
 // the file exists, then asks whether to overwrite or keep it (one required
@@ -136,7 +136,7 @@ func askScenarios() []askScenario {
 }
 
 // closedScenario is played without --ask-client: every prompt settles
-// closed (SPEC §6 "Off by default"), so no prompt reaches the client, the
+// closed (docs/SPEC.md §6 "Off by default"), so no prompt reaches the client, the
 // call is denied and nothing is written, though the client could answer.
 func closedScenario() askScenario {
 	sc := askScenario{name: "without_ask_client", calls: []writeCall{
@@ -148,7 +148,7 @@ func closedScenario() askScenario {
 }
 
 // payloadMarker starts every content written: no prompt message may contain
-// it (SPEC §6: file contents are shown as size and SHA-256, never inline).
+// it (docs/SPEC.md §6: file contents are shown as size and SHA-256, never inline).
 const payloadMarker = "INTEROP-PAYLOAD-"
 
 // fillContents gives every call distinct content.
@@ -286,7 +286,7 @@ func checkAskScenario(t *testing.T, sc askScenario, ws workspace, reports []call
 
 // checkPrompt checks one elicitation's params: a form (mode absent or
 // "form") whose requestedSchema is the wanted form's, and whose message
-// names what is asked and never holds the content (SPEC §6 "Forms").
+// names what is asked and never holds the content (docs/SPEC.md §6 "Forms").
 func checkPrompt(t *testing.T, label string, raw json.RawMessage, form formKind, call writeCall) {
 	t.Helper()
 	var p struct {
@@ -306,7 +306,7 @@ func checkPrompt(t *testing.T, label string, raw json.RawMessage, form formKind,
 		t.Errorf("%s: a form elicitation with a url: %s", label, raw)
 	}
 	if strings.Contains(p.Message, call.content) || strings.Contains(p.Message, payloadMarker) {
-		t.Errorf("%s: the message holds the file content inline (SPEC §6: size and SHA-256 only): %q", label, p.Message)
+		t.Errorf("%s: the message holds the file content inline (docs/SPEC.md §6: size and SHA-256 only): %q", label, p.Message)
 	}
 	switch form {
 	case permissionForm:

@@ -12,7 +12,7 @@ import (
 
 // TestClosedStdoutIsACarrierFailure: when the client closes the server's
 // stdout, the next answer fails with EPIPE and the server exits 1 with the
-// failure on stderr (SPEC §5.1: Wait returns the carrier failure), instead
+// failure on stderr (docs/SPEC.md §5.1: Wait returns the carrier failure), instead
 // of the runtime killing it with SIGPIPE.
 func TestClosedStdoutIsACarrierFailure(t *testing.T) {
 	ws := newWorkspace(t)

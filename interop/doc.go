@@ -10,7 +10,7 @@
 // client in both eras, checking over HTTP that the host never hands out an
 // Mcp-Session-Id.
 //
-// ask_test.go holds the --ask-client scenarios (SPEC §6): write_file's
+// ask_test.go holds the --ask-client scenarios (docs/SPEC.md §6): write_file's
 // permission and overwrite-or-keep prompts answered by the TypeScript
 // client's elicitation handler over legacy stdio (ts_ask_test.go,
 // ts/elicit.mjs) and by the Go client's elicitation handler through

@@ -27,7 +27,7 @@ const modernVersion = "2026-07-28"
 // requestState by itself, and CallTool returns the final result.
 //
 // With --ask-client each prompt must arrive as an input-required round
-// (SPEC §6: modern clients on every carrier get rounds; the server never
+// (docs/SPEC.md §6: modern clients on every carrier get rounds; the server never
 // sends a modern client a request), and only allow_once writes; without it
 // no round happens and nothing is written.
 func TestGoSDKAskClient(t *testing.T) {
@@ -147,7 +147,7 @@ type roundResult struct {
 
 // checkInputRequiredRounds checks, from the recorded wire traffic, that the
 // session was 2026-07-28 (server/discover first, no initialize) and that
-// every prompt reached the client as an input-required round (SPEC §6):
+// every prompt reached the client as an input-required round (docs/SPEC.md §6):
 //   - the server sent the client no request at all;
 //   - each write_file call is a chain of tools/call requests, each with a
 //     new id: the first without requestState, each retry with the same name
@@ -166,7 +166,7 @@ func checkInputRequiredRounds(t *testing.T, rec *wireRecorder, sc askScenario, r
 	}
 	for _, req := range rec.serverRequests() {
 		if req.ID.IsValid() {
-			t.Errorf("the server sent the modern client a request: %s %s (SPEC §4: never)", req.Method, req.Params)
+			t.Errorf("the server sent the modern client a request: %s %s (docs/SPEC.md §4: never)", req.Method, req.Params)
 		}
 	}
 

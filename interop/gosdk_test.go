@@ -162,7 +162,7 @@ func (c *goSDKCarrier) connect(ctx context.Context, t *testing.T, client *mcp.Cl
 // closing stdin must make the server exit 0 (CommandTransport waits for it
 // and reports a non-zero status or a needed SIGTERM as an error). On http,
 // the session must have no id, no HTTP response may have carried
-// Mcp-Session-Id (SPEC §4: stateless), and serve http must exit 0 on
+// Mcp-Session-Id (docs/SPEC.md §4: stateless), and serve http must exit 0 on
 // SIGTERM.
 func (c *goSDKCarrier) close(t *testing.T) {
 	t.Helper()

@@ -93,7 +93,7 @@ func (h *httpHost) httpClient(t *testing.T) *http.Client {
 	return &http.Client{Transport: bearerTransport{token: h.token, base: base}}
 }
 
-// stop sends SIGTERM and waits for the exit, which must be status 0 (SPEC
+// stop sends SIGTERM and waits for the exit, which must be status 0 (docs/SPEC.md
 // §3 Ending; app/serve_http.go); stdout must have held the URL line only.
 // Safe to repeat: later calls return the first result.
 func (h *httpHost) stop() error {
@@ -182,7 +182,7 @@ func (r *exchangeRecorder) recorded() []httpExchange {
 }
 
 // checkStatelessExchanges checks the HTTP side of a go-sdk session at
-// version with the loopback host (SPEC §4, Streamable HTTP): no response
+// version with the loopback host (docs/SPEC.md §4, Streamable HTTP): no response
 // ever carried Mcp-Session-Id, so no request did either; every POST was
 // answered 200 (a request) or 202 (a notification, a response), and
 // anything else 405 with Allow: POST. A legacy go-sdk session opens its

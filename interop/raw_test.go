@@ -205,7 +205,7 @@ func TestStdoutCarriesOnlyMCP(t *testing.T) {
 
 // TestPipedInputThenEOF sends each exchange at once and closes stdin right
 // away, as "printf ... | agentmcp serve stdio" does: every request that was
-// sent before the end of input must get its real answer (SPEC §3 Ending: on
+// sent before the end of input must get its real answer (docs/SPEC.md §3 Ending: on
 // stdin EOF in-flight calls finish and write; §5.1: frames that arrive during
 // start-up are kept), stdout must hold only MCP messages, and the server
 // must exit 0.

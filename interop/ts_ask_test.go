@@ -14,7 +14,7 @@ import (
 
 // wantTSProtocolVersion is what the TypeScript SDK client negotiates: its
 // latest revision. It is at least 2025-06-18, so a client declaring form
-// elicitation is asked with elicitation/create on stdio (SPEC §6's table).
+// elicitation is asked with elicitation/create on stdio (docs/SPEC.md §6's table).
 const wantTSProtocolVersion = "2025-11-25"
 
 // TestTypeScriptSDKElicitation plays the ask scenarios (ask_test.go) with
@@ -177,7 +177,7 @@ func checkLegacyElicitations(t *testing.T, sc askScenario, report tsReport) {
 			n := len(ids)
 			ids = append(ids, string(m.ID))
 			if len(m.ID) == 0 || m.ID[0] != '"' {
-				t.Errorf("elicitation/create %d has id %s, want a string of the server's own id space (SPEC §6)", n+1, m.ID)
+				t.Errorf("elicitation/create %d has id %s, want a string of the server's own id space (docs/SPEC.md §6)", n+1, m.ID)
 			}
 			if slices.Contains(ids[:n], string(m.ID)) {
 				t.Errorf("elicitation/create %d reuses id %s", n+1, m.ID)

@@ -1,7 +1,7 @@
 package ports
 
 // AddressClass is the class of a client address in an audit record; the
-// address itself is never recorded (SPEC §5.3).
+// address itself is never recorded (docs/SPEC.md §5.3).
 type AddressClass string
 
 const (

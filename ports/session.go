@@ -1,5 +1,5 @@
 // Package ports declares what agentmcp's core needs from outside and offers to
-// its carriers: the Session it serves (SPEC §1), the per-call Caller through
+// its carriers: the Session it serves (docs/SPEC.md §1), the per-call Caller through
 // which a session reaches whoever drives a call, the access-token verifier the
 // remote host consults (§7) and the audit sink it reports refusals to (§5.3).
 //
@@ -45,7 +45,7 @@ type TurnResult struct {
 // ErrRefused marks a session error as a refusal: the request never ran (busy,
 // queue full, shutting down, dropped before it became a turn). Sessions wrap
 // it (fmt.Errorf("%w: ...", ErrRefused) or a type whose Is matches it) so that
-// errors.Is sees the kind; SPEC §3 maps a refused submission to a tool error
+// errors.Is sees the kind; docs/SPEC.md §3 maps a refused submission to a tool error
 // and any other submission error to JSON-RPC -32603.
 var ErrRefused = errors.New("refused")
 

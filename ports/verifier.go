@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Refusal words of the access-token verifier (SPEC §7) and the remote host's
+// Refusal words of the access-token verifier (docs/SPEC.md §7) and the remote host's
 // own missing-token (§5.3). They are the whole vocabulary: a verdict carries
 // one of them and nothing taken from the token.
 type RefusalReason string
@@ -29,7 +29,7 @@ const (
 	RefusalKeysUnavailable     RefusalReason = "keys-unavailable"
 )
 
-// Principal is who an admitted access token speaks for (SPEC §7).
+// Principal is who an admitted access token speaks for (docs/SPEC.md §7).
 type Principal struct {
 	Issuer  string
 	Subject string // the token's sub
@@ -57,7 +57,7 @@ type VerifierDescription struct {
 }
 
 // AccessTokenVerifier decides whether an OAuth access token admits a request
-// to this protected resource (SPEC §7). Verify never panics and never returns
+// to this protected resource (docs/SPEC.md §7). Verify never panics and never returns
 // text taken from the token. It is safe for concurrent use.
 type AccessTokenVerifier interface {
 	Verify(ctx context.Context, token string) Verdict
@@ -68,7 +68,7 @@ type AccessTokenVerifier interface {
 // holds its issuer's keys: NextKeyRefresh returns when the keys it holds now
 // are next refreshed (the zero time when it holds none). A host that caches
 // successful verifications caches none past that instant nor past the
-// token's exp (SPEC §5.3: "until the earlier of its exp and the next key
+// token's exp (docs/SPEC.md §5.3: "until the earlier of its exp and the next key
 // refresh"), so a withdrawn key stops admitting when the verifier would stop
 // admitting it.
 type KeyRefreshReporter interface {

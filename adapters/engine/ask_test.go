@@ -257,7 +257,7 @@ func TestRoundLifetimeIsConfigurableAndCapped(t *testing.T) {
 		lifetime, lives time.Duration
 	}{
 		{time.Minute, time.Minute},
-		{2 * time.Hour, 30 * time.Minute}, // capped at SPEC §6's 30 minutes
+		{2 * time.Hour, 30 * time.Minute}, // capped at docs/SPEC.md §6's 30 minutes
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			e, _ := askEngine(t, engine.Options{RoundLifetime: tc.lifetime})

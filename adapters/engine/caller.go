@@ -11,7 +11,7 @@ import (
 
 // callCaller is the ports.Caller of one request outside input-required
 // rounds. Prompts go to the client through elicit (a legacy stdio client
-// that can answer forms) or settle closed at once (SPEC §6); progress goes out as
+// that can answer forms) or settle closed at once (docs/SPEC.md §6); progress goes out as
 // notifications/progress when the request carried a progressToken, only
 // while the call is in flight and only when it increases (MCP: progress MUST
 // increase with each notification).

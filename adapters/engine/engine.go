@@ -2,11 +2,11 @@
 // by every carrier. A carrier frames bytes and decides who may talk; it hands
 // each decoded frame to the engine and writes back what the engine returns.
 //
-// The engine serves both protocol eras (SPEC §4): the initialize-era
+// The engine serves both protocol eras (docs/SPEC.md §4): the initialize-era
 // revisions 2024-11-05 … 2025-11-25 ("legacy") and the stateless 2026-07-28
 // revision ("modern"), chosen per request. It exposes exactly the tools
 // capability: tools/list (the session's runtime tools, then the submission
-// tool) and tools/call (SPEC §2–§3). Every other method is -32601.
+// tool) and tools/call (docs/SPEC.md §2–§3). Every other method is -32601.
 //
 // Two entry points exist: [Engine.NewStream] for a long-lived bidirectional
 // stream (stdio, a Unix socket) and [Engine.Exchange] for one stateless
@@ -37,7 +37,7 @@ type Options struct {
 	// zero means 60 s, negative means 0.
 	ListTTL time.Duration
 	// AskClient lets prompts raised by a client's own call reach that client
-	// (SPEC §6). Off by default: every prompt settles closed.
+	// (docs/SPEC.md §6). Off by default: every prompt settles closed.
 	AskClient bool
 	// RoundLifetime bounds a parked input-required round; zero means 30 min.
 	RoundLifetime time.Duration
@@ -61,7 +61,7 @@ type Engine struct {
 	stopping chan struct{}
 
 	// validated is the last catalog that passed validation, reused while the
-	// session reports the same tools (SPEC §2 allows caching the result while
+	// session reports the same tools (docs/SPEC.md §2 allows caching the result while
 	// the catalog is unchanged; comparing is far cheaper than validating).
 	validated atomic.Pointer[domain.Catalog]
 
@@ -131,7 +131,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Validate reads the session's catalog and validates it (SPEC §2). Carriers
+// Validate reads the session's catalog and validates it (docs/SPEC.md §2). Carriers
 // call it at start, before any client connects or any port is bound; its
 // error (a *domain.CatalogError or the session's) fails start-up.
 func (e *Engine) Validate(ctx context.Context) error {

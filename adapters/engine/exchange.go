@@ -27,7 +27,7 @@ type ExchangeOptions struct {
 	// MaxBatch bounds a 2025-03-26 batch; default 16.
 	MaxBatch int
 	// Principal is who sent the request, for binding input-required rounds
-	// (SPEC §6): the loopback host's identity, or the remote principal
+	// (docs/SPEC.md §6): the loopback host's identity, or the remote principal
 	// (issuer, subject, client). Rounds are never shared across principals.
 	Principal string
 }
@@ -37,7 +37,7 @@ type ExchangeOptions struct {
 // MCP-Protocol-Version, 2025-03-26 when it is absent; initialize is answered
 // without keeping state. ctx is the request's: when it ends (the client went
 // away, or the carrier cancels it with cause [ErrShuttingDown]) the call is
-// cancelled. Statuses follow SPEC §4: 200 for an answer (JSON-RPC errors to a
+// cancelled. Statuses follow docs/SPEC.md §4: 200 for an answer (JSON-RPC errors to a
 // well-formed request included), 202 for notifications and responses, 400
 // for invalid bodies and failed modern validation, 404 for a method the
 // modern revision does not have.

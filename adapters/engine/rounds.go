@@ -12,7 +12,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Input-required rounds (SPEC §6; MCP 2026-07-28 "Multi round-trip
+// Input-required rounds (docs/SPEC.md §6; MCP 2026-07-28 "Multi round-trip
 // requests"). With AskClient on, a modern tools/call from a client that
 // declared form elicitation runs in its own goroutine on the engine's base
 // context. The request waits for one of two things: the call finishes (the

@@ -10,7 +10,7 @@ import (
 )
 
 // Headers are the Streamable HTTP request headers that the modern revision
-// compares with the body (SPEC §4; MCP 2026-07-28 "Standard headers"). Values
+// compares with the body (docs/SPEC.md §4; MCP 2026-07-28 "Standard headers"). Values
 // are as received; the engine trims them and decodes =?base64?…?= itself.
 // Streams pass nil.
 type Headers struct {
@@ -30,7 +30,7 @@ type inbound struct {
 }
 
 // parseParams splits a request's params into members, refusing duplicates
-// among them and among _meta's members (SPEC §4: members compared with
+// among them and among _meta's members (docs/SPEC.md §4: members compared with
 // headers are matched exactly; a duplicate is -32600).
 func parseParams(m *message) (*inbound, *Error) {
 	in := &inbound{id: m.id, method: m.method}
@@ -61,7 +61,7 @@ func parseParams(m *message) (*inbound, *Error) {
 	return in, nil
 }
 
-// isModern resolves the era of one request (SPEC §4): modern when _meta
+// isModern resolves the era of one request (docs/SPEC.md §4): modern when _meta
 // holds the protocolVersion key (any value), or an HTTP MCP-Protocol-Version
 // header names anything that is not a legacy revision.
 func isModern(in *inbound, h *Headers) bool {
@@ -74,7 +74,7 @@ func isModern(in *inbound, h *Headers) bool {
 	return false
 }
 
-// validateModern runs the modern checks in SPEC §4's order and returns the
+// validateModern runs the modern checks in docs/SPEC.md §4's order and returns the
 // HTTP status that goes with a failure (400, or 404 for -32601).
 func validateModern(in *inbound, h *Headers) (*Error, int) {
 	vraw, hasV := in.meta[metaProtocolVersion]
@@ -133,7 +133,7 @@ func checkHeaders(in *inbound, version string, h *Headers) *Error {
 	return nil
 }
 
-// capabilities is exactly {"tools":{}} (SPEC §2).
+// capabilities is exactly {"tools":{}} (docs/SPEC.md §2).
 type capabilities struct {
 	Tools struct{} `json:"tools"`
 }
@@ -174,7 +174,7 @@ type callToolResult struct {
 type emptyResult struct{}
 
 // negotiate answers initialize's protocolVersion: the client's when it is a
-// legacy revision we serve, else the latest legacy one (SPEC §4).
+// legacy revision we serve, else the latest legacy one (docs/SPEC.md §4).
 func negotiate(params map[string]json.RawMessage) (string, *Error) {
 	var v string
 	raw, ok := params["protocolVersion"]
@@ -198,7 +198,7 @@ type call struct {
 	// (progress to this client; finished when the answer is written).
 	caller ports.Caller
 	req    *callCaller
-	// principal binds input-required rounds (SPEC §6): the remote principal,
+	// principal binds input-required rounds (docs/SPEC.md §6): the remote principal,
 	// the loopback host, or the stdio stream.
 	principal string
 	// onParked is told when this request answered input_required for pc
@@ -242,7 +242,7 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) (any, *Error) {
 	return r, nil
 }
 
-// callTool is SPEC §3 in order.
+// callTool is docs/SPEC.md §3 in order.
 func (e *Engine) callTool(c *call, in *inbound) (any, *Error) {
 	var name string
 	raw, ok := in.params["name"]
@@ -295,7 +295,7 @@ func checkRoundParams(in *inbound) *Error {
 var errShutdownResult = domain.ToolError(ErrShuttingDown.Error())
 
 // runTool resolves the tool and runs it: a tool result, or a JSON-RPC error
-// for a submission that failed inside its turn (SPEC §3.2).
+// for a submission that failed inside its turn (docs/SPEC.md §3.2).
 func (e *Engine) runTool(c *call, name string, args json.RawMessage) (domain.ToolResult, *Error) {
 	if e.isStopping() || errors.Is(context.Cause(c.ctx), ErrShuttingDown) {
 		return errShutdownResult, nil

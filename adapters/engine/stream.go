@@ -16,7 +16,7 @@ import (
 type StreamOptions struct {
 	// MaxInFlight bounds the requests served at once; beyond it a tools/call
 	// gets the tool error "server is busy" and other requests -32603, at once
-	// (SPEC §4). Default 64. initialize and ping are answered on the reader's
+	// (docs/SPEC.md §4). Default 64. initialize and ping are answered on the reader's
 	// goroutine without touching the session, so they never count; at the
 	// bound they are refused with -32603 like any other request.
 	MaxInFlight int
@@ -137,7 +137,7 @@ func (s *Stream) Handle(frame []byte) {
 }
 
 // legacyVersion is the revision in force for legacy requests: the negotiated
-// one, or 2025-03-26 before initialize (SPEC §4).
+// one, or 2025-03-26 before initialize (docs/SPEC.md §4).
 func (s *Stream) legacyVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,7 +177,7 @@ func (s *Stream) handleBatch(frame []byte) {
 }
 
 // batch collects the answers of one batch and writes them as one array once
-// every element is done (SPEC §4: batch responses are one JSON array).
+// every element is done (docs/SPEC.md §4: batch responses are one JSON array).
 type batch struct {
 	s       *Stream
 	mu      sync.Mutex
@@ -230,7 +230,7 @@ func (s *Stream) handleMessage(frame []byte, deliver func([]byte), inBatch bool)
 		return
 	}
 	if s.isInFlight(m.id) {
-		// SPEC §4: a request reusing an id still in flight gets -32600, the
+		// docs/SPEC.md §4: a request reusing an id still in flight gets -32600, the
 		// first is untouched — whatever its method.
 		deliver(errorFrame(m.id, newError(CodeInvalidRequest, "Invalid Request: id is already in flight")))
 		return
@@ -290,7 +290,7 @@ func (s *Stream) initialize(in *inbound) []byte {
 		return errorFrame(in.id, verr)
 	}
 	s.version = version
-	// elicitation/create exists from 2025-06-18 (SPEC §6's table).
+	// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
 	s.canElicit = version >= "2025-06-18" && declaresFormElicitation(in.params["capabilities"])
 	return encodeResponse(in.id, s.e.initializeResult(version), nil)
 }
@@ -384,14 +384,14 @@ func (s *Stream) run(f *flight, in *inbound, deliver func([]byte)) {
 	s.mu.Unlock()
 	f.cancel(nil)
 	if cancelled {
-		deliver(nil) // SPEC §3: no response for a cancelled request
+		deliver(nil) // docs/SPEC.md §3: no response for a cancelled request
 		return
 	}
 	deliver(encodeResponse(in.id, result, rerr))
 }
 
 // refusal answers a request that will not be served: tools/call gets the
-// tool error msg, anything else -32603 with msg (SPEC §4).
+// tool error msg, anything else -32603 with msg (docs/SPEC.md §4).
 func (e *Engine) refusal(in *inbound, msg string) []byte {
 	if in.method != "tools/call" {
 		return errorFrame(in.id, newError(CodeInternalError, msg))
@@ -403,7 +403,7 @@ func (e *Engine) refusal(in *inbound, msg string) []byte {
 	return encodeResponse(in.id, r, nil)
 }
 
-// Drain handles the end of input (SPEC §3 "Ending"): no new requests are
+// Drain handles the end of input (docs/SPEC.md §3 "Ending"): no new requests are
 // admitted, prompts waiting for the client settle closed (it can answer
 // nothing more), and requests in flight may finish and write until ctx ends.
 // It returns ctx's error if some are still running then; the carrier stops
@@ -490,7 +490,7 @@ type cancelledParams struct {
 // elicit sends elicitation/create to a legacy client and waits for its
 // response until the round lifetime passes, the call's ctx ends or the stream
 // closes; then it sends notifications/cancelled for our request so the client
-// can close its dialog (SPEC §6 "Legacy stdio"). It returns the result, or
+// can close its dialog (docs/SPEC.md §6 "Legacy stdio"). It returns the result, or
 // nil when there is none (an error response included).
 func (s *Stream) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 	s.mu.Lock()

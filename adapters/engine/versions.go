@@ -1,6 +1,6 @@
 package engine
 
-// Protocol revisions served, newest first (SPEC §4). This list is
+// Protocol revisions served, newest first (docs/SPEC.md §4). This list is
 // server/discover's supportedVersions and -32022's data.supported.
 var SupportedVersions = []string{ModernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 

@@ -9,7 +9,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 )
 
-// frontDoor is the host's admission (SPEC §5.2), in front of the framing. It
+// frontDoor is the host's admission (docs/SPEC.md §5.2), in front of the framing. It
 // decides from the request line and headers alone: nothing here reads the
 // body, so a refused client cannot make the host wait for one. Oversized
 // headers (431) are refused before it, by the shared streamable.Server.
@@ -47,7 +47,7 @@ func (f *frontDoor) refuse(w http.ResponseWriter, r *http.Request, status int, r
 
 // originAllowed: no Origin (a non-browser client), or exactly one that is
 // this host's own origin. Browsers send Origin on every cross-origin POST,
-// so a page elsewhere (K8: http://evil.example) is refused.
+// so a page elsewhere (docs/SPEC.md K8: http://evil.example) is refused.
 func (f *frontDoor) originAllowed(values []string) bool {
 	switch len(values) {
 	case 0:

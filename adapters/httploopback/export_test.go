@@ -6,7 +6,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 )
 
-// Limits overrides SPEC §5.2's numbers for a test; a zero field keeps its
+// Limits overrides docs/SPEC.md §5.2's numbers for a test; a zero field keeps its
 // default.
 type Limits struct {
 	MaxInFlight, MaxConns, MaxHeaderBytes int

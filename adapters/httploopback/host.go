@@ -1,4 +1,4 @@
-// Package httploopback is agentmcp's loopback Streamable HTTP host (SPEC
+// Package httploopback is agentmcp's loopback Streamable HTTP host (docs/SPEC.md
 // §5.2): it serves one session to local MCP clients on 127.0.0.1, admitting
 // only requests that carry the bearer token minted for this host.
 //
@@ -12,13 +12,13 @@
 //	Origin present and not http://127.0.0.1:<port>   403, empty
 //	Authorization not "Bearer <token>"               401, empty, no WWW-Authenticate
 //
-// and then the framing's own checks (SPEC §4). The 401 deliberately carries
+// and then the framing's own checks (docs/SPEC.md §4). The 401 deliberately carries
 // no WWW-Authenticate: a challenge would send MCP clients into OAuth
 // discovery against a host that has no authorization server. The Host and
-// Origin checks defeat DNS rebinding (K8): a page on evil.example that
+// Origin checks defeat DNS rebinding (docs/SPEC.md K8): a page on evil.example that
 // resolves to 127.0.0.1 still sends Host: evil.example.
 //
-// Limits (SPEC §5.2): 16 requests in flight (the 17th gets 503 without its
+// Limits (docs/SPEC.md §5.2): 16 requests in flight (the 17th gets 503 without its
 // body being read), request line and headers 16 KiB, 5 s to read the headers,
 // 15 s to read a body, 60 s idle keep-alive, at most 32 open connections (the
 // 33rd waits in the kernel's accept queue until one closes), and no write
@@ -65,7 +65,7 @@ type Options struct {
 	// SubmitTool names the submission tool; zero means agent_submit.
 	SubmitTool domain.SubmitTool
 	// AskClient lets prompts raised by a client's own call reach that client
-	// (SPEC §6): input-required rounds for modern clients; a legacy client
+	// (docs/SPEC.md §6): input-required rounds for modern clients; a legacy client
 	// over HTTP is never asked. Off by default. Turn it on only when you
 	// trust every holder of the token to approve the session's tool calls.
 	AskClient bool
@@ -109,11 +109,11 @@ var (
 	ErrStopTimeout    = streamable.ErrStopTimeout
 )
 
-// maxConns is SPEC §5.2's cap on open connections.
+// maxConns is docs/SPEC.md §5.2's cap on open connections.
 const maxConns = 32
 
 // limits are the numbers tests change (export_test.go); the framing's and
-// the server's zero fields mean their SPEC §5.2 defaults.
+// the server's zero fields mean their docs/SPEC.md §5.2 defaults.
 type limits struct {
 	framing streamable.Options
 	server  streamable.ServerOptions // limits only: newHost sets the rest
@@ -184,7 +184,7 @@ func mintToken() string {
 // String describes the host without its token.
 func (h *Host) String() string { return "httploopback.Host" }
 
-// Start validates the session's catalog (SPEC §2: a violation fails start-up
+// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
 // before any port is bound), then listens on 127.0.0.1 and serves. It
 // returns the endpoint and token once the port is bound (connections are
 // accepted from then on). It fails with ErrAlreadyStarted (a second Start),
@@ -203,7 +203,7 @@ func (h *Host) Start(ctx context.Context) (Endpoint, error) {
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
-// shutting down" to its client, SPEC §3), closes every connection once its
+// shutting down" to its client, docs/SPEC.md §3), closes every connection once its
 // answer is written, and returns when nothing the host started is left
 // running, parked input-required calls included. It returns ErrStopTimeout
 // when that takes longer than 5 s (a session ignoring cancellation) or ctx's

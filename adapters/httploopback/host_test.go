@@ -207,7 +207,7 @@ func TestStopWinsAgainstPendingStart(t *testing.T) {
 }
 
 // TestStartValidatesCatalog: a bad catalog fails Start before the port is
-// bound (SPEC §2).
+// bound (docs/SPEC.md §2).
 func TestStartValidatesCatalog(t *testing.T) {
 	port := freePort(t)
 	s := fake.New()

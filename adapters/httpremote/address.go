@@ -27,7 +27,7 @@ func keyOf(addr netip.Addr) clientKey {
 	return clientKey{p}
 }
 
-// parseAddr parses a literal IP address (SPEC §5.3 "Client address"):
+// parseAddr parses a literal IP address (docs/SPEC.md §5.3 "Client address"):
 // surrounding spaces are trimmed, an IPv6 zone is dropped and an
 // IPv4-mapped IPv6 address folds to IPv4. Anything else — a name, an
 // address with a port, brackets, an empty string — is not a literal and
@@ -55,7 +55,7 @@ func peerAddr(remoteAddr string) netip.Addr {
 type proxySet map[netip.Addr]bool
 
 // connClient is the remote host's [streamable.ConnLimits.ClientOf]: a
-// connection counts against the client key of its socket peer (SPEC §5.3:
+// connection counts against the client key of its socket peer (docs/SPEC.md §5.3:
 // 16 connections per client address), so one address can hold neither the
 // connection slots nor the accept queue. A trusted proxy is exempt: every
 // client behind it arrives from its address, and which client a proxied
@@ -72,7 +72,7 @@ func (ps proxySet) connClient(peer net.Addr) (key any, exempt bool) {
 	return keyOf(a), false
 }
 
-// clientAddr resolves the client address of a request (SPEC §5.3): the
+// clientAddr resolves the client address of a request (docs/SPEC.md §5.3): the
 // socket peer, unless the peer is a trusted proxy; then X-Forwarded-For
 // (every field value joined by ",") is walked right to left and the first
 // hop that is not itself a trusted proxy is the client. Hops to its left
@@ -96,7 +96,7 @@ func (ps proxySet) clientAddr(peer netip.Addr, xff []string) netip.Addr {
 	return peer
 }
 
-// Address classes of SPEC §5.3, as prefixes.
+// Address classes of docs/SPEC.md §5.3, as prefixes.
 var (
 	loopbackPrefixes = []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"),

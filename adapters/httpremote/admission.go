@@ -14,7 +14,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// frontDoor is the host's admission (SPEC §5.3), in front of the framing.
+// frontDoor is the host's admission (docs/SPEC.md §5.3), in front of the framing.
 // It decides from the request line and headers alone: nothing here reads
 // the body. The order is the package documentation's; its first row,
 // oversized headers (431), is the shared streamable.Server's.
@@ -79,7 +79,7 @@ func (f *frontDoor) serveMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorize admits a request to the endpoint or refuses it: bearer token,
-// cached verdict, capped verification, then the verdict (SPEC §5.3 step 4).
+// cached verdict, capped verification, then the verdict (docs/SPEC.md §5.3 step 4).
 func (f *frontDoor) authorize(w http.ResponseWriter, r *http.Request) {
 	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
 	token, ok := bearer(r.Header.Values("Authorization"))
@@ -136,7 +136,7 @@ func (f *frontDoor) admit(w http.ResponseWriter, r *http.Request, p ports.Princi
 }
 
 // principalID encodes issuer, subject and client unambiguously (a JSON
-// array), for binding input-required rounds (SPEC §6). It stays in memory:
+// array), for binding input-required rounds (docs/SPEC.md §6). It stays in memory:
 // it is never logged or sent.
 func principalID(p ports.Principal) string {
 	b, _ := json.Marshal([3]string{p.Issuer, p.Subject, p.Client})
@@ -188,7 +188,7 @@ func newChallenges(metadataURL string, scopes []string) challenges {
 }
 
 // answer maps a refusal to its status, challenge ("" for none) and whether
-// it counts against the client (SPEC §5.3's table). A refusal word outside
+// it counts against the client (docs/SPEC.md §5.3's table). A refusal word outside
 // the vocabulary is a token not proven genuine.
 func (c challenges) answer(refusal ports.RefusalReason) (status int, challenge string, counted bool) {
 	switch refusal {
@@ -229,7 +229,7 @@ func bearer(values []string) (string, bool) {
 	return token, true
 }
 
-// metadataDocument is the RFC 9728 §2 document, keys in SPEC §5.3's order.
+// metadataDocument is the RFC 9728 §2 document, keys in docs/SPEC.md §5.3's order.
 // HTML characters are not escaped: the values are written as configured.
 func metadataDocument(publicURL, issuer string, scopes []string) []byte {
 	doc := struct {

@@ -122,7 +122,7 @@ func TestHostAndOrigin(t *testing.T) {
 	want(t, resp, body, 200, "", "", `"result":{}`)
 }
 
-// TestRefusalTable: every row of SPEC §5.3's table — status, exact
+// TestRefusalTable: every row of docs/SPEC.md §5.3's table — status, exact
 // challenge, empty body, audit record — and whether it counts: a counted
 // refusal sent 21 times is answered 429 the 21st time (burst 20), an
 // uncounted one never.
@@ -242,7 +242,7 @@ func TestHeaderLimit(t *testing.T) {
 	}
 }
 
-// TestServedStateless: an admitted request goes on to the framing (SPEC
+// TestServedStateless: an admitted request goes on to the framing (docs/SPEC.md
 // §4), in both eras, and no response ever carries Mcp-Session-Id, even
 // when the client sends one.
 func TestServedStateless(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Verdict cache bounds (SPEC §5.3 step 4).
+// Verdict cache bounds (docs/SPEC.md §5.3 step 4).
 const (
 	// MaxCachedVerdicts bounds the cache of successful verifications; the
 	// entry used least recently goes first.

@@ -13,7 +13,7 @@ import (
 // path (RFC 9728 §3.1).
 const MetadataPrefix = "/.well-known/oauth-protected-resource"
 
-// resource is everything derived from the public URL (SPEC §5.3), never from
+// resource is everything derived from the public URL (docs/SPEC.md §5.3), never from
 // the listener.
 type resource struct {
 	publicURL    string          // as configured (it is canonical): the resource identifier and audience
@@ -25,7 +25,7 @@ type resource struct {
 }
 
 // parsePublicURL checks that raw is an absolute https URL in canonical form
-// (SPEC §5.3) and derives the resource from it. Canonical means: scheme
+// (docs/SPEC.md §5.3) and derives the resource from it. Canonical means: scheme
 // "https" in lower case; a host in lower case, without user info and
 // without the default port 443 (an explicit port is 1..65535 written without
 // leading zeros); no query (not even an empty "?") and no fragment; a path
@@ -105,7 +105,7 @@ func canonicalHost(u *url.URL) bool {
 }
 
 // validIssuer: an absolute https URL with a host, without user info, query
-// or fragment (SPEC §5.3; RFC 8414 §2, and the verifier checks the same).
+// or fragment (docs/SPEC.md §5.3; RFC 8414 §2, and the verifier checks the same).
 func validIssuer(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && u.Scheme == "https" && u.Host != "" && u.Opaque == "" && u.User == nil &&

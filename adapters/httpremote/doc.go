@@ -1,4 +1,4 @@
-// Package httpremote is agentmcp's remote Streamable HTTP host (SPEC §5.3):
+// Package httpremote is agentmcp's remote Streamable HTTP host (docs/SPEC.md §5.3):
 // it serves one session to remote MCP clients as an OAuth 2.0 protected
 // resource (RFC 9728, RFC 6750, MCP "Authorization"), admitting only
 // requests whose bearer access token the configured
@@ -38,8 +38,8 @@
 //	{"resource":<public URL>,"authorization_servers":[<issuer>],"scopes_supported":[<scopes>],"bearer_methods_supported":["header"]}
 //
 // An admitted request goes on to the shared Streamable HTTP framing
-// (adapters/streamable, SPEC §4), bound to its principal (issuer, subject,
-// client), so input-required rounds (SPEC §6) are never shared between
+// (adapters/streamable, docs/SPEC.md §4), bound to its principal (issuer, subject,
+// client), so input-required rounds (docs/SPEC.md §6) are never shared between
 // principals. The hosts are stateless: no Mcp-Session-Id is ever minted,
 // echoed or required.
 //
@@ -108,7 +108,7 @@
 //
 // # Limits
 //
-// After admission the host serves like the loopback host (SPEC §5.2): 16
+// After admission the host serves like the loopback host (docs/SPEC.md §5.2): 16
 // requests in flight, 1 MiB bodies, 5 s to read the headers, 15 s to read a
 // body, no write timeout. Its connection caps are its own: 256 open
 // connections in all (the next waits in the kernel's accept queue), 16 per

@@ -2,7 +2,7 @@ package httpremote
 
 import "time"
 
-// Limits overrides SPEC §5.3's numbers for a test; a zero field keeps its
+// Limits overrides docs/SPEC.md §5.3's numbers for a test; a zero field keeps its
 // default.
 type Limits struct {
 	MaxInFlight, MaxConns, MaxConnsPerClient, MaxVerifying, MaxCached int

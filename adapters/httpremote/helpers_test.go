@@ -34,7 +34,7 @@ const (
 
 var scopes = []string{"mcp:tools", "mcp:submit"}
 
-// Challenges expected for publicURL (SPEC §5.3).
+// Challenges expected for publicURL (docs/SPEC.md §5.3).
 const (
 	challengeMissing = `Bearer resource_metadata="` + metadataURL + `"`
 	challengeInvalid = `Bearer error="invalid_token", resource_metadata="` + metadataURL + `"`

@@ -41,7 +41,7 @@ type Options struct {
 	// SubmitTool names the submission tool; zero means agent_submit.
 	SubmitTool domain.SubmitTool
 	// AskClient lets prompts raised by a client's own call reach that client
-	// (SPEC §6): input-required rounds for modern clients, bound to the
+	// (docs/SPEC.md §6): input-required rounds for modern clients, bound to the
 	// client's principal; a legacy client over HTTP is never asked. Off by
 	// default. Turn it on only when you trust every principal the verifier
 	// admits to approve the session's tool calls.
@@ -100,14 +100,14 @@ var (
 	ErrStopTimeout    = streamable.ErrStopTimeout
 )
 
-// SPEC §5.3's connection caps.
+// docs/SPEC.md §5.3's connection caps.
 const (
 	maxConns          = 256
 	maxConnsPerClient = 16
 )
 
 // limits are the numbers tests change (export_test.go); the framing's and
-// the server's zero fields mean their SPEC §5.2/§5.3 defaults.
+// the server's zero fields mean their docs/SPEC.md §5.2/§5.3 defaults.
 type limits struct {
 	framing           streamable.Options
 	server            streamable.ServerOptions // limits only: newHost sets the rest
@@ -260,7 +260,7 @@ func (discardAudit) Audit(ports.AuditRecord) {}
 // String describes the host by its public URL.
 func (h *Host) String() string { return "httpremote.Host(" + h.door.res.publicURL + ")" }
 
-// Start validates the session's catalog (SPEC §2: a violation fails start-up
+// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
 // before any port is bound), then listens on Host:Port and serves. It
 // returns the bound address (with the port chosen when Port was 0) once
 // connections are accepted. It fails with ErrAlreadyStarted (a second
@@ -284,7 +284,7 @@ func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
-// shutting down" to its client, SPEC §3), closes every connection once its
+// shutting down" to its client, docs/SPEC.md §3), closes every connection once its
 // answer is written, and returns when nothing the host started is left
 // running, parked input-required calls included. It returns ErrStopTimeout
 // when that takes longer than 5 s (a session ignoring cancellation) or ctx's

@@ -21,7 +21,7 @@ func allowOnce(state string) string {
 
 // TestRoundsBoundToPrincipal: with AskClient, an input-required round
 // minted for one principal (issuer + subject + client) is resumed by that
-// principal only (SPEC §6); another subject, or the same subject through
+// principal only (docs/SPEC.md §6); another subject, or the same subject through
 // another client, gets -32602 and the round stays usable.
 func TestRoundsBoundToPrincipal(t *testing.T) {
 	e := start(t, config{askClient: true})

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Throttle parameters (SPEC §5.3).
+// Throttle parameters (docs/SPEC.md §5.3).
 const (
 	// ThrottleBurst is how many counted refusals a client may collect at
 	// once before it is answered 429.

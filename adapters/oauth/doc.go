@@ -1,4 +1,4 @@
-// Package oauth is the access-token verifier of SPEC §7: it decides whether
+// Package oauth is the access-token verifier of docs/SPEC.md §7: it decides whether
 // an OAuth 2.0 bearer token presented to the remote host is a JWT access
 // token (RFC 9068) that one authorization server issued for this protected
 // resource, to a subject or client this host admits. It implements
@@ -97,11 +97,11 @@
 // minutes old; from then on every token is keys-unavailable until a refresh
 // succeeds.
 //
-// # Decisions where SPEC §7 is silent
+// # Decisions where docs/SPEC.md §7 is silent
 //
 //   - Empty Algorithms means all three supported algorithms.
 //   - A token without kid while the set holds no key is ambiguous-key, as
-//     SPEC §7 words it ("only when exactly one key is known").
+//     docs/SPEC.md §7 words it ("only when exactly one key is known").
 //   - Token length is measured in bytes.
 //   - iat is not consulted; jti is not tracked.
 //   - aud as an array must hold strings only; any other element makes it

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Limits on every request the verifier makes (SPEC §7).
+// Limits on every request the verifier makes (docs/SPEC.md §7).
 const (
 	fetchTimeout  = 10 * time.Second
 	maxFetchBytes = 64 << 10 // 64 KiB

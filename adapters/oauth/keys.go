@@ -18,7 +18,7 @@ import (
 	"github.com/go-jose/go-jose/v4/json"
 )
 
-// Key-set limits and cache ages (SPEC §7).
+// Key-set limits and cache ages (docs/SPEC.md §7).
 const (
 	maxKeys       = 32               // entries in a key set's keys array
 	minRSABits    = 2048             // RFC 7518 §3.3

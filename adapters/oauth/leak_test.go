@@ -13,7 +13,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// vocabulary is the closed set of verifier refusals (SPEC §7).
+// vocabulary is the closed set of verifier refusals (docs/SPEC.md §7).
 var vocabulary = []ports.RefusalReason{
 	ports.RefusalOversize, ports.RefusalMalformed, ports.RefusalWrongType,
 	ports.RefusalUnsupportedAlg, ports.RefusalAmbiguousKey, ports.RefusalUnknownKey,

@@ -18,7 +18,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Token limits (SPEC §7).
+// Token limits (docs/SPEC.md §7).
 const (
 	// MaxTokenBytes is the longest token Verify parses; a longer one is
 	// refused as oversize without being parsed.
@@ -82,7 +82,7 @@ type Config struct {
 	Clock Clock
 }
 
-// Verifier is the OAuth 2.0 access-token verifier of SPEC §7: it admits
+// Verifier is the OAuth 2.0 access-token verifier of docs/SPEC.md §7: it admits
 // RFC 9068 JWT access tokens issued by one authorization server for one
 // protected resource. It implements [ports.AccessTokenVerifier] and is safe
 // for concurrent use.

@@ -134,7 +134,7 @@ func defaultKeys(t testing.TB) []any {
 	return []any{jwk(t, ks.rsa, nil), jwk(t, ks.ec, nil), jwk(t, ks.ed, nil)}
 }
 
-// verifyRows are every admission and refusal of SPEC §7 and issue 4.
+// verifyRows are every admission and refusal of docs/SPEC.md §7 and issue 4.
 func verifyRows() []verifyRow {
 	ks := testKeys()
 	secs := func(d time.Duration) func(e *env) int64 {

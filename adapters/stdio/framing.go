@@ -8,7 +8,7 @@ import (
 
 // lineReader splits a byte stream into newline-delimited frames without ever
 // holding more than max bytes of one line: an oversize line is read past in
-// chunks and reported, not buffered whole (SPEC §4 "stdio framing").
+// chunks and reported, not buffered whole (docs/SPEC.md §4 "stdio framing").
 type lineReader struct {
 	r   *bufio.Reader
 	max int

@@ -1,6 +1,6 @@
 // Package stdio is agentmcp's stdio carrier: MCP over newline-delimited
 // JSON-RPC on a pair of streams, normally the process's own stdin and stdout
-// (SPEC §5.1; MCP "Transports: stdio").
+// (docs/SPEC.md §5.1; MCP "Transports: stdio").
 //
 // The carrier only frames bytes: it reads one line at a time (bounded, so a
 // huge line is answered -32600 and read past without being buffered), hands
@@ -34,7 +34,7 @@ type Options struct {
 	Stdout io.Writer
 	// SubmitTool names the submission tool (default agent_submit).
 	SubmitTool domain.SubmitTool
-	// AskClient lets prompts reach the client (SPEC §6); off by default.
+	// AskClient lets prompts reach the client (docs/SPEC.md §6); off by default.
 	// Turn it on only when you trust whoever drives this process's stdin to
 	// approve the session's tool calls.
 	AskClient bool

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// ConnLimits configures [LimitListener]: the connection caps of SPEC §5.2
+// ConnLimits configures [LimitListener]: the connection caps of docs/SPEC.md §5.2
 // (loopback: 32 in all) and §5.3 (remote: 256 in all, 16 per client
 // address).
 type ConnLimits struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Defaults of [ServerOptions], the numbers SPEC §5.2 gives the loopback host
+// Defaults of [ServerOptions], the numbers docs/SPEC.md §5.2 gives the loopback host
 // and §5.3 keeps for the remote one.
 const (
 	DefaultMaxHeaderBytes    = 16 << 10 // request line and headers, bytes
@@ -80,7 +80,7 @@ type ServerOptions struct {
 	// starts within it, counted from when the previous response was written
 	// (net/http arms it after the response is flushed); default 60 s.
 	IdleTimeout time.Duration
-	// StopTimeout bounds [Server.Stop]; default 5 s (SPEC §3 "Ending").
+	// StopTimeout bounds [Server.Stop]; default 5 s (docs/SPEC.md §3 "Ending").
 	StopTimeout time.Duration
 	// Logger receives operational records (never requests' contents); nil
 	// discards. net/http's own error log goes to it at debug level.
@@ -99,7 +99,7 @@ const (
 // Server serves one session over Streamable HTTP (HTTP/1.1 only) for one
 // host, once: [Server.Start] validates the catalog and listens,
 // [Server.Stop] ends it, [Server.Wait] reports how it ended. It owns what
-// the two hosts share (SPEC §5.2, §5.3, §3 "Ending"): the engine, the
+// the two hosts share (docs/SPEC.md §5.2, §5.3, §3 "Ending"): the engine, the
 // framing [Handler], the http.Server and its timeouts, the header limit,
 // the connection caps and the stop sequence. The host keeps its admission
 // (Admit), its listener (Listen) and its public API. Its methods are safe
@@ -188,7 +188,7 @@ func orDefault[T ~int | ~int64](v *T, def T) {
 	}
 }
 
-// Start validates the session's catalog (SPEC §2: a violation fails start-up
+// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
 // before anything is bound), then listens and serves. It returns the bound
 // address once connections are accepted. It fails with ErrAlreadyStarted (a
 // second Start), ErrStopped (Stop came first, or won against this Start:
@@ -313,7 +313,7 @@ func (s *Server) serve(srv *http.Server, ln net.Listener) {
 
 // Stop ends the server: it stops accepting, cancels the calls in flight
 // through the requests' base context with cause [engine.ErrShuttingDown] (a
-// tools/call still answers "server is shutting down" to its client, SPEC §3
+// tools/call still answers "server is shutting down" to its client, docs/SPEC.md §3
 // "Ending"), lets http.Server.Shutdown close every connection once its
 // answer is written and closes what is left after 4/5 of StopTimeout, and
 // returns when every connection and every call the engine runs on its own
@@ -401,7 +401,7 @@ func (s *Server) Wait() error {
 }
 
 // limitHeaders answers 431 to a request whose line and headers exceed
-// MaxHeaderBytes (SPEC §5.2: "headers 16 KiB (→ 431)"), empty and closing
+// MaxHeaderBytes (docs/SPEC.md §5.2: "headers 16 KiB (→ 431)"), empty and closing
 // the connection like the hosts' other refusals; next serves the rest.
 func (s *Server) limitHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

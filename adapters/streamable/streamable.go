@@ -1,5 +1,5 @@
 // Package streamable is the Streamable HTTP framing shared by agentmcp's two
-// HTTP hosts (SPEC §4 "Streamable HTTP"; MCP 2025-03-26 … 2026-07-28
+// HTTP hosts (docs/SPEC.md §4 "Streamable HTTP"; MCP 2025-03-26 … 2026-07-28
 // "Transports: Streamable HTTP"). It turns one POST into one
 // [engine.Engine.Exchange] and writes back what the engine answers, as
 // application/json or as a text/event-stream.
@@ -7,7 +7,7 @@
 // It holds no admission logic: path, Host, Origin and credentials are the
 // host's (adapters/httploopback, adapters/httpremote), which runs its checks
 // first and hands admitted requests to a [Handler]. What the Handler does, in
-// SPEC §4's order, all before the body is read unless noted:
+// docs/SPEC.md §4's order, all before the body is read unless noted:
 //
 //	method not POST                          405, Allow: POST, empty
 //	Content-Type not application/json        415, JSON-RPC -32600 without id
@@ -25,7 +25,7 @@
 //
 // Around the Handler the package holds what both hosts run the same way: a
 // [Server] (the HTTP/1.1 server, its timeouts, and the Start / Stop / Wait
-// lifecycle of SPEC §5.2 and §3 "Ending") and [LimitListener] (the
+// lifecycle of docs/SPEC.md §5.2 and §3 "Ending") and [LimitListener] (the
 // connection caps of §5.2 and §5.3). A host supplies its listener, its
 // admission in front of the Handler, and its limits.
 package streamable
@@ -45,7 +45,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 )
 
-// Defaults of [Options] (SPEC §4, §5.2).
+// Defaults of [Options] (docs/SPEC.md §4, §5.2).
 const (
 	DefaultMaxBodyBytes    = 1 << 20 // 1 MiB
 	DefaultMaxInFlight     = 16
@@ -140,7 +140,7 @@ func NewHandler(eng *engine.Engine, opts Options) *Handler {
 // ServeHTTP serves one admitted request (the table in the package doc).
 //
 // The request's context is the call's: when the client closes the
-// connection, the call is cancelled (SPEC §3, both eras); when the host
+// connection, the call is cancelled (docs/SPEC.md §3, both eras); when the host
 // cancels it with cause [engine.ErrShuttingDown], a tools/call answers
 // "server is shutting down" and that answer is still written.
 //
@@ -194,7 +194,7 @@ type principalKey struct{}
 
 // WithPrincipal returns a copy of ctx that makes the Handler bind the request
 // to principal: it becomes [engine.ExchangeOptions.Principal], so an
-// input-required round (SPEC §6) minted for one principal can be resumed by
+// input-required round (docs/SPEC.md §6) minted for one principal can be resumed by
 // no other. Hosts call it on admitted requests before ServeHTTP (the remote
 // host passes an encoding of issuer, subject and client); without it the
 // principal is "" — right for the loopback host, whose one principal is the
@@ -258,7 +258,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		h.refuse(w, r, http.StatusRequestTimeout, "body read timed out")
 	default:
-		// The body broke off (K9): what arrived cannot be a whole message.
+		// The body broke off (docs/SPEC.md K9): what arrived cannot be a whole message.
 		h.logger.Debug("streamable: refused", "status", http.StatusBadRequest, "reason", "body broke off")
 		writeJSON(w, http.StatusBadRequest, engine.ErrorResponse(engine.CodeParseError, "Parse error: the request body ended early"))
 	}
@@ -267,7 +267,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 
 // exchange hands the body to the engine and writes its answer: JSON, or an
 // SSE stream once a notification precedes the answer or SSEAfter passes
-// (never for a batch: batch responses are one JSON array, SPEC §4).
+// (never for a batch: batch responses are one JSON array, docs/SPEC.md §4).
 //
 // All writes happen on this goroutine. The engine runs on its own goroutine,
 // which ends when the engine returns: the call is cancelled with the request's
@@ -478,7 +478,7 @@ func isJSONContentType(values []string) bool {
 
 // acceptsJSONAndSSE reports whether the Accept header lists both
 // application/json and text/event-stream, as MCP's Streamable HTTP requires
-// of clients (K6: application/json alone is refused). Media ranges count as
+// of clients (docs/SPEC.md K6: application/json alone is refused). Media ranges count as
 // HTTP defines them (RFC 9110 §12.5.1): */* covers both, application/* and
 // text/* one each; a range with q=0 is "not acceptable" and counts for
 // nothing. Types compare case-insensitively.

@@ -95,7 +95,7 @@ func decode(t *testing.T, b []byte) rpcReply {
 	return r
 }
 
-// TestRefusalOrder walks SPEC §4's refusal table from "method not POST" on.
+// TestRefusalOrder walks docs/SPEC.md §4's refusal table from "method not POST" on.
 // Each row breaks its own check and every later one, so only the table's
 // order gives the expected answer. Rows refused before the body is read
 // declare a body that never arrives: their answer must come anyway.
@@ -247,7 +247,7 @@ func post(t *testing.T, ctx context.Context, addr, body string, extra ...string)
 	return resp
 }
 
-// TestAcceptAndContentType pins K6's decisions: both media types must be
+// TestAcceptAndContentType pins docs/SPEC.md K6's decisions: both media types must be
 // acceptable (wildcards count, q=0 does not); Content-Type parameters are
 // allowed.
 func TestAcceptAndContentType(t *testing.T) {
@@ -430,7 +430,7 @@ func TestBatchCountsInFlight(t *testing.T) {
 	}
 }
 
-// TestStreamedOversize: a chunked body is cut at the limit (K4).
+// TestStreamedOversize: a chunked body is cut at the limit (docs/SPEC.md K4).
 func TestStreamedOversize(t *testing.T) {
 	_, addr := serve(t, streamable.Options{MaxBodyBytes: 100})
 	req, _ := http.NewRequest("POST", "http://"+addr+"/", io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`),

@@ -450,7 +450,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	}
 
 	// The session gives facts; the engine renders them (the path quoted and
-	// escaped, the content as size and SHA-256 only, SPEC §6).
+	// escaped, the content as size and SHA-256 only, docs/SPEC.md §6).
 	summary := "Create a file in the workspace"
 	if !created {
 		summary = fmt.Sprintf("Replace a file of %d bytes in the workspace", existing)
@@ -471,7 +471,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	}
 	if !created {
 		// An existing file: the one who approved the write also chooses
-		// whether it replaces the file (SPEC §6: an ask with choices).
+		// whether it replaces the file (docs/SPEC.md §6: an ask with choices).
 		ans := caller.Ask(ctx, domain.AskPrompt{
 			Question: "A file already exists at " + p.display + ". Overwrite it or keep it?",
 			Options:  []string{OverwriteAnswer, KeepAnswer},

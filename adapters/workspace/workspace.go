@@ -19,7 +19,7 @@
 // paths and paths whose ".." climbs above the root are refused before any
 // access; links that stay inside the root are followed.
 //
-// Decisions where SPEC is silent:
+// Decisions where docs/SPEC.md is silent:
 //
 //   - read_file refuses a file over [MaxReadBytes] rather than truncating it,
 //     so a model never mistakes a prefix for the file. Content that is not
@@ -76,7 +76,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Caps of the runtime tools. They are fixed (SPEC §8), not options.
+// Caps of the runtime tools. They are fixed (docs/SPEC.md §8), not options.
 const (
 	// MaxReadBytes is the largest file read_file returns; a bigger file is a
 	// failed envelope that says so (no truncated reads).

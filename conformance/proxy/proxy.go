@@ -10,7 +10,7 @@
 //     Origin (http://127.0.0.1:<proxy port>) to the host's origin;
 //   - passes every other Host and Origin through unchanged, and the request
 //     target, method, headers and body as they came, so the host's
-//     admission rules (SPEC §5.2: target exactly /mcp, exact Host, exact or
+//     admission rules (docs/SPEC.md §5.2: target exactly /mcp, exact Host, exact or
 //     absent Origin) are still what the suite's dns-rebinding-protection
 //     scenario measures;
 //   - streams responses as they are written (SSE), and cancels the upstream

@@ -172,11 +172,11 @@ func Compare(f *File, res Result) []string {
 
 // TokenPlaceholder, as a string value in an expected message, matches any
 // requestState the server may mint: 43 characters of unpadded base64url
-// encoding 32 bytes (SPEC §6). Every token it matches in one run must be
+// encoding 32 bytes (docs/SPEC.md §6). Every token it matches in one run must be
 // distinct, since each round gets a fresh one.
 const TokenPlaceholder = "{{requestState}}"
 
-// ValidToken reports whether s is a requestState as SPEC §6 mints them: 32
+// ValidToken reports whether s is a requestState as docs/SPEC.md §6 mints them: 32
 // bytes, base64url without padding, in canonical form (43 characters).
 func ValidToken(s string) bool {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)

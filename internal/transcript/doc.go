@@ -19,7 +19,7 @@
 // header lines have a meaning (one key per line, values separated by spaces,
 // a key may repeat):
 //
-//	rows: ID...       the SPEC rows and wire cases (K1…) the transcript pins;
+//	rows: ID...       docs/SPEC.md rows and wire cases (K1…) the transcript pins;
 //	                  a test checks every row of the coverage table has one
 //	ignore: PATH...   members removed from every message, expected and actual,
 //	                  before comparing: dot-separated member names, "*" for
@@ -27,7 +27,7 @@
 //	carriers: NAME... only these carriers run it (default: all)
 //	bug: TEXT         a known server bug this transcript catches; a failure
 //	                  message quotes it (see internal/transcript/BUGS.md)
-//	ask-client: on    the carrier serves with its AskClient option on (SPEC
+//	ask-client: on    the carrier serves with its AskClient option on (docs/SPEC.md
 //	                  §6); "off" or no header leaves it off, its default
 //
 // A section starts with a line "-- NAME --". Exactly two sections exist,
@@ -44,7 +44,7 @@
 //	{{state ID}}          the result.requestState of the response with id ID
 //	                      that the latest preceding #wait ID consumed (a parse
 //	                      error without one); the run fails unless it is a
-//	                      token as SPEC §6 mints them: 32 bytes, unpadded
+//	                      token as docs/SPEC.md §6 mints them: 32 bytes, unpadded
 //	                      base64url, 43 characters
 //	{{state ID tampered}} the same token with its first character changed
 //	                      (still well-formed, never minted)
@@ -124,7 +124,7 @@
 // churn, every minted requestState is written as "{{requestState}}", and a
 // #calls line present before is refreshed. Transcripts that pass
 // are not rewritten, and neither are transcripts with a bug: header: they
-// hold the SPEC's answer, not the server's.
+// hold docs/SPEC.md's answer, not the server's.
 //
 // # Session and carriers
 //

@@ -23,7 +23,7 @@ type File struct {
 	Carriers []string // carriers: header; empty means all
 	Bugs     []string // bug: header lines
 	// AskClient is the ask-client: header: the carrier serves with asking
-	// the client on (SPEC §6). Off by default, like the option.
+	// the client on (docs/SPEC.md §6). Off by default, like the option.
 	AskClient bool
 
 	ClientText string // the client section, verbatim (kept by -update)

@@ -9,9 +9,9 @@ import (
 	"github.com/agentmcp/agentmcp/internal/transcript"
 )
 
-// specRows lists every SPEC row (§1–§4 as they apply to stdio, §6 as it
-// applies to stdio and the loopback host) and every stdio wire case of
-// cases/wire-cases.md that a transcript must pin, with the SPEC text it
+// specRows lists every docs/SPEC.md row (§1–§4 as they apply to stdio, §6 as it
+// applies to stdio and the loopback host) and every stdio wire case of its
+// appendix (K1–K9) that a transcript must pin, with the docs/SPEC.md text it
 // stands for. TestRowCoverage fails when a row has no
 // transcript whose rows: header names it, or a header names an unknown row.
 //
@@ -129,7 +129,7 @@ var specRows = []struct{ id, text string }{
 	{"spec6-rounds-bound", "At most 4 parked rounds per principal; beyond that a new prompt settles closed at once."},
 	{"spec6-off-token", "With AskClient off no round exists: any requestState is unknown → -32602."},
 
-	// cases/wire-cases.md, the stdio cases.
+	// docs/SPEC.md appendix (wire cases), the stdio cases.
 	{"K1", "One bad stdio line must not end the session."},
 	{"K2", "A frame that is JSON but not JSON-RPC must be answered, not dropped."},
 	{"K3", "A request with an id is never treated as a notification."},
@@ -149,7 +149,7 @@ func TestRowCoverage(t *testing.T) {
 			t.Errorf("row %s is listed twice", r.id)
 		}
 		if strings.TrimSpace(r.text) == "" {
-			t.Errorf("row %s has no SPEC text", r.id)
+			t.Errorf("row %s has no docs/SPEC.md text", r.id)
 		}
 		known[r.id] = true
 	}

@@ -32,7 +32,7 @@ type Carrier interface {
 
 // Config is what a transcript asks of the server a carrier builds for it.
 type Config struct {
-	// AskClient turns on asking the client (SPEC §6: the carrier's
+	// AskClient turns on asking the client (docs/SPEC.md §6: the carrier's
 	// AskClient option), from the ask-client: on header.
 	AskClient bool
 }
@@ -103,7 +103,7 @@ func Run(t *testing.T, c Carrier, f *File, opts Options) {
 			return
 		}
 		if opts.Update && len(f.Bugs) > 0 {
-			t.Errorf("%s\n  (-update leaves this transcript alone: it pins the SPEC's answer to a known bug; delete its bug: line once the bug is fixed)", report(f, c, res, problems))
+			t.Errorf("%s\n  (-update leaves this transcript alone: it pins docs/SPEC.md's answer to a known bug; delete its bug: line once the bug is fixed)", report(f, c, res, problems))
 			return
 		}
 		if opts.Update {
@@ -131,7 +131,7 @@ func report(f *File, c Carrier, res Result, problems []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "transcript %s over %s:\n", f.Path, c.Name())
 	if len(f.Bugs) > 0 {
-		b.WriteString("  KNOWN SERVER BUG pinned by this transcript (see internal/transcript/BUGS.md); it expects the SPEC's answer:\n")
+		b.WriteString("  KNOWN SERVER BUG pinned by this transcript (see internal/transcript/BUGS.md); it expects docs/SPEC.md's answer:\n")
 		for _, bug := range f.Bugs {
 			fmt.Fprintf(&b, "    - %s\n", bug)
 		}
@@ -371,7 +371,7 @@ func (p *player) step(st Step) error {
 
 // substitute returns a send step's bytes with each {{state ID}} replaced by
 // the requestState of the response with id ID that the latest #wait ID
-// consumed. The token must be one SPEC §6 allows (32 bytes of base64url);
+// consumed. The token must be one docs/SPEC.md §6 allows (32 bytes of base64url);
 // "tampered" changes its first character, which keeps it well-formed.
 func (p *player) substitute(st Step) ([]byte, error) {
 	data := st.Data

@@ -331,7 +331,7 @@ func TestStdioRunTimesOut(t *testing.T) {
 	}
 }
 
-// TestOversizeLineMemory is K4's memory half: 64 MiB of "a" on one line are
+// TestOversizeLineMemory is docs/SPEC.md K4's memory half: 64 MiB of "a" on one line are
 // read past, not buffered; the allocation during the exchange stays far
 // below the line's size, and the next line is served.
 func TestOversizeLineMemory(t *testing.T) {

@@ -107,7 +107,7 @@ function openTransport() {
   });
 }
 
-// checkStateless checks the HTTP side of the session (SPEC §4, Streamable
+// checkStateless checks the HTTP side of the session (docs/SPEC.md §4, Streamable
 // HTTP): the host never minted Mcp-Session-Id, so the client never sent one;
 // every POST was answered 200 (a request) or 202 (a notification); the
 // standalone SSE GET the SDK opens after notifications/initialized got 405

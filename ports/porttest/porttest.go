@@ -1,4 +1,4 @@
-// Package porttest is the contract test of [ports.Session] (SPEC §1). Every
+// Package porttest is the contract test of [ports.Session] (docs/SPEC.md §1). Every
 // Session implementation runs it from its own tests:
 //
 //	func TestContract(t *testing.T) {
