@@ -66,7 +66,7 @@ func serveStdio(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer session.Close()
 	t, err := NewStdio(session, stdio.Options{
 		Name: "agentmcp", Version: Version, Stdin: stdin, Stdout: stdout, Logger: logger,
-		SubmitTool: common.submitTool(), AskClient: *common.askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 	})
 	if err != nil {
 		logger.Error("cannot serve stdio", "err", err)

@@ -31,6 +31,17 @@ func (f *serveFlags) submitTool() domain.SubmitTool {
 	return domain.SubmitTool{Name: *f.submitName, Description: *f.submitDesc}
 }
 
+// instructions is the text every serve command gives clients as the
+// initialize and server/discover results' instructions (docs/SPEC.md §2):
+// what the submission tool is for, what the other tools do, and that writes
+// need the person's approval.
+func (f *serveFlags) instructions() string {
+	return "This server is an agent working in one directory (the workspace). " +
+		"Hand it a task in plain language with " + *f.submitName + " {prompt}: the agent reads, searches and edits the workspace with its own tools and answers with the result of its turn; follow-up prompts continue the same conversation. " +
+		"You can also call the workspace tools directly: list_dir, read_file and search_text only read; write_file replaces a file and needs the user's approval, which the server asks for when it can (otherwise the write is refused). " +
+		"Paths are relative to the workspace root."
+}
+
 // openSession opens the reference workspace session over --root, logging
 // the failure.
 func (f *serveFlags) openSession(logger *slog.Logger) (*workspace.Session, bool) {

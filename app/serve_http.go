@@ -56,7 +56,7 @@ func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer session.Close()
 	host, err := httploopback.New(httploopback.Options{
 		Name: "agentmcp", Version: Version, Session: session, Port: *port, Logger: logger,
-		SubmitTool: common.submitTool(), AskClient: *common.askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 	})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)

@@ -108,7 +108,7 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	host, err := NewRemote(session, httpremote.Options{
 		Name: "agentmcp", Version: Version, Logger: logger,
 		Host: bind.Addr().String(), Port: int(bind.Port()),
-		SubmitTool: common.submitTool(), AskClient: *common.askClient,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 		Authorization: httpremote.Authorization{
 			PublicURL: *publicURL, Issuer: *issuer, Scopes: scopes,
 			TrustedProxies: proxies, Audit: newAuditWriter(stderr),

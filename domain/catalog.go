@@ -7,13 +7,72 @@ import (
 	"regexp"
 )
 
-// Tool is one tool as MCP's tools/list advertises it: exactly name,
-// description and inputSchema (docs/SPEC.md §2). InputSchema is a JSON Schema object
-// kept as the session wrote it, so key order and unknown keywords survive.
+// Tool is one tool as MCP's tools/list advertises it (docs/SPEC.md §2):
+// name, an optional title, description, inputSchema and optional
+// annotations, serialised in that order with the absent optionals left out.
+// InputSchema is a JSON Schema object kept as the session wrote it, so key
+// order and unknown keywords survive. An outputSchema is never advertised:
+// results are execution envelopes, never structuredContent.
 type Tool struct {
-	Name        string          `json:"name"`
+	Name string `json:"name"`
+	// Title is a human-readable display name (MCP 2025-06-18+ BaseMetadata
+	// title); "" leaves it out. Older clients ignore it.
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Annotations are the tool's behaviour hints; nil leaves them out.
+	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolAnnotations are MCP's ToolAnnotations hints
+// (https://modelcontextprotocol.io/specification/2025-06-18/schema#toolannotations),
+// which clients use to decide what a tool may do without asking (a
+// read-only mode runs only readOnlyHint tools). Each hint is optional: nil
+// leaves it out and the client assumes MCP's default (readOnlyHint false,
+// destructiveHint true, idempotentHint false, openWorldHint true). The
+// types are the wire's: each hint can only ever be a boolean, so the engine
+// has nothing to check beyond what this type allows. Hints are advice to
+// the client, never a permission: the session's own permission wrapper
+// still decides.
+type ToolAnnotations struct {
+	// ReadOnlyHint: the tool does not modify its environment.
+	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
+	// DestructiveHint: the tool may perform destructive updates (meaningful
+	// only when ReadOnlyHint is false).
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// IdempotentHint: calling it again with the same arguments has no
+	// further effect (meaningful only when ReadOnlyHint is false).
+	IdempotentHint *bool `json:"idempotentHint,omitempty"`
+	// OpenWorldHint: the tool may interact with entities outside the
+	// session (the web, a remote service), not only a closed domain.
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// Hint returns a pointer to b, for filling [ToolAnnotations].
+func Hint(b bool) *bool { return &b }
+
+// equalAnnotations compares two annotation sets by value.
+func equalAnnotations(a, b *ToolAnnotations) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	eq := func(x, y *bool) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
+	return eq(a.ReadOnlyHint, b.ReadOnlyHint) && eq(a.DestructiveHint, b.DestructiveHint) &&
+		eq(a.IdempotentHint, b.IdempotentHint) && eq(a.OpenWorldHint, b.OpenWorldHint)
+}
+
+// Clone returns a copy that shares nothing with a (nil for nil).
+func (a *ToolAnnotations) Clone() *ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	cp := func(p *bool) *bool {
+		if p == nil {
+			return nil
+		}
+		return Hint(*p)
+	}
+	return &ToolAnnotations{cp(a.ReadOnlyHint), cp(a.DestructiveHint), cp(a.IdempotentHint), cp(a.OpenWorldHint)}
 }
 
 // toolNamePattern is the MCP 2025-11-25 tool-name rule (1–128 of
@@ -48,6 +107,7 @@ func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
 	owned := make([]Tool, len(runtime))
 	for i, t := range runtime {
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+		t.Annotations = t.Annotations.Clone()
 		owned[i] = t
 	}
 	runtime = owned
@@ -107,15 +167,16 @@ func (c *Catalog) Has(name string) bool {
 func UnknownToolMessage(name string) string { return "Unknown tool: " + name }
 
 // Same reports whether tools is exactly the runtime list this catalog was
-// built from (names, descriptions and schema bytes, in order), so a caller
-// may reuse the validation.
+// built from (names, titles, descriptions, schema bytes and annotations, in
+// order), so a caller may reuse the validation.
 func (c *Catalog) Same(tools []Tool) bool {
 	if len(tools) != len(c.runtime) {
 		return false
 	}
 	for i, t := range tools {
 		r := c.runtime[i]
-		if t.Name != r.Name || t.Description != r.Description || !bytes.Equal(t.InputSchema, r.InputSchema) {
+		if t.Name != r.Name || t.Title != r.Title || t.Description != r.Description ||
+			!bytes.Equal(t.InputSchema, r.InputSchema) || !equalAnnotations(t.Annotations, r.Annotations) {
 			return false
 		}
 	}

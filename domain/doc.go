@@ -1,5 +1,5 @@
 // Package domain holds agentmcp's protocol-free rules: the tool catalog and its
-// validation (SPEC §2), the submission tool (§2–§3), the execution envelope and
+// validation (docs/SPEC.md §2), the submission tool (§2–§3), the execution envelope and
 // its rendering into an MCP tool result (§1, §3), and the prompts a session
 // raises through its Caller (§1, §6).
 //

@@ -78,6 +78,53 @@ func TestCatalogSame(t *testing.T) {
 	if cat.Same([]domain.Tool{tool("a", obj), tool("b", obj)}) {
 		t.Error("Same(longer list) = true")
 	}
+	titled := tool("a", obj)
+	titled.Title = "A"
+	if cat.Same([]domain.Tool{titled}) {
+		t.Error("Same(list with a new title) = true")
+	}
+	hinted := tool("a", obj)
+	hinted.Annotations = &domain.ToolAnnotations{ReadOnlyHint: domain.Hint(true)}
+	if cat.Same([]domain.Tool{hinted}) {
+		t.Error("Same(list with new annotations) = true")
+	}
+	cat2, _ := domain.NewCatalog([]domain.Tool{hinted}, submit)
+	*hinted.Annotations.ReadOnlyHint = false // the session mutates its hints in place
+	if cat2.Same([]domain.Tool{hinted}) {
+		t.Error("Same(list whose hint changed in place) = true; the catalog must own its copy")
+	}
+}
+
+// TestToolWireShape: a tool serialises as docs/SPEC.md §2 lists its members,
+// in order, with the absent optionals left out, and the submission tool
+// carries its own title and annotations.
+func TestToolWireShape(t *testing.T) {
+	full := domain.Tool{Name: "n", Title: "T", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &domain.ToolAnnotations{ReadOnlyHint: domain.Hint(true), DestructiveHint: domain.Hint(false), IdempotentHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)}}
+	bare := domain.Tool{Name: "n", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	for _, c := range []struct {
+		tool domain.Tool
+		want string
+	}{
+		{full, `{"name":"n","title":"T","description":"d","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}}`},
+		{bare, `{"name":"n","description":"d","inputSchema":{"type":"object"}}`},
+	} {
+		got, err := domain.MarshalJSON(c.tool)
+		if err != nil || string(got) != c.want {
+			t.Errorf("MarshalJSON = %s, %v\nwant %s", got, err, c.want)
+		}
+	}
+	s, _ := domain.SubmitTool{}.Resolve()
+	got, _ := domain.MarshalJSON(s.Tool())
+	want := `{"name":"agent_submit","title":"Ask the agent","description":"Submit a prompt to the agent and await its turn","inputSchema":` + string(domain.SubmitInputSchema) +
+		`,"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}}`
+	if string(got) != want {
+		t.Errorf("submission tool = %s\nwant %s", got, want)
+	}
+	custom, _ := domain.SubmitTool{Title: "Ask Robota", Annotations: &domain.ToolAnnotations{OpenWorldHint: domain.Hint(false)}}.Resolve()
+	if got, _ := domain.MarshalJSON(custom.Tool()); !strings.Contains(string(got), `"title":"Ask Robota"`) || !strings.Contains(string(got), `"annotations":{"openWorldHint":false}`) {
+		t.Errorf("custom submission tool = %s", got)
+	}
 }
 
 func TestSubmitToolResolve(t *testing.T) {

@@ -11,12 +11,25 @@ import (
 type SubmitTool struct {
 	Name        string // default DefaultSubmitName
 	Description string // default DefaultSubmitDescription
+	Title       string // default DefaultSubmitTitle
+	// Annotations default to [DefaultSubmitAnnotations].
+	Annotations *ToolAnnotations
 }
 
 const (
 	DefaultSubmitName        = "agent_submit"
 	DefaultSubmitDescription = "Submit a prompt to the agent and await its turn"
+	DefaultSubmitTitle       = "Ask the agent"
 )
+
+// DefaultSubmitAnnotations describes a turn honestly to a client that gates
+// on hints: not read-only (the agent's tools may write, with the user's
+// approval), possibly destructive, not idempotent (every prompt is a new
+// turn of a running conversation), and open-world (the agent talks to a
+// model endpoint, which may be a hosted service).
+func DefaultSubmitAnnotations() *ToolAnnotations {
+	return &ToolAnnotations{ReadOnlyHint: Hint(false), DestructiveHint: Hint(true), IdempotentHint: Hint(false), OpenWorldHint: Hint(true)}
+}
 
 // SubmitInputSchema is the submission tool's input schema, byte for byte as
 // docs/SPEC.md §2 fixes it.
@@ -34,6 +47,12 @@ func (s SubmitTool) Resolve() (SubmitTool, error) {
 	if s.Description == "" {
 		s.Description = DefaultSubmitDescription
 	}
+	if s.Title == "" {
+		s.Title = DefaultSubmitTitle
+	}
+	if s.Annotations == nil {
+		s.Annotations = DefaultSubmitAnnotations()
+	}
 	if !ValidToolName(s.Name) {
 		return SubmitTool{}, ErrInvalidSubmitName
 	}
@@ -42,7 +61,7 @@ func (s SubmitTool) Resolve() (SubmitTool, error) {
 
 // Tool returns the advertised tool.
 func (s SubmitTool) Tool() Tool {
-	return Tool{Name: s.Name, Description: s.Description, InputSchema: SubmitInputSchema}
+	return Tool{Name: s.Name, Title: s.Title, Description: s.Description, InputSchema: SubmitInputSchema, Annotations: s.Annotations.Clone()}
 }
 
 // InvalidArgumentsMessage is the tool-error text for a submission whose

@@ -81,6 +81,15 @@ type Caller interface {
 	// request carried a progressToken, nothing otherwise. progress should
 	// increase on every call; total <= 0 means unknown; message may be "".
 	Progress(ctx context.Context, progress, total float64, message string)
+
+	// Principal is who drives this call: the zero Principal on a local
+	// carrier (stdio, the loopback host, a Unix socket), whose one
+	// principal is whoever can reach it; on the remote host, the admitted
+	// access token's issuer, subject and client (docs/SPEC.md §5.3). A
+	// session that keeps state per user (a conversation, docs/SPEC.md §9)
+	// keys it by this value, so one principal's state never reaches
+	// another's calls. It is in memory only: never log it.
+	Principal() Principal
 }
 
 // ClosedCaller is the Caller used when the client cannot be asked: it denies,
@@ -92,5 +101,9 @@ func (ClosedCaller) RequestPermission(context.Context, domain.PermissionPrompt) 
 }
 func (ClosedCaller) Ask(context.Context, domain.AskPrompt) domain.Answer { return domain.Answer{} }
 func (ClosedCaller) Progress(context.Context, float64, float64, string)  {}
+
+// Principal is the zero Principal: a closed Caller speaks for nobody in
+// particular.
+func (ClosedCaller) Principal() Principal { return Principal{} }
 
 var _ Caller = ClosedCaller{}

@@ -18,6 +18,7 @@ import (
 type callCaller struct {
 	token  json.RawMessage // nil: the client asked for no progress
 	notify func(msg []byte)
+	who    ports.Principal
 	// elicit sends a form to the client and returns its ElicitResult, or nil
 	// when it could not be answered; nil means prompts settle closed.
 	elicit func(ctx context.Context, f domain.Form) json.RawMessage
@@ -30,8 +31,8 @@ type callCaller struct {
 
 var _ ports.Caller = (*callCaller)(nil)
 
-func newCallCaller(meta map[string]json.RawMessage, notify func([]byte)) *callCaller {
-	c := &callCaller{notify: notify}
+func newCallCaller(meta map[string]json.RawMessage, notify func([]byte), who ports.Principal) *callCaller {
+	c := &callCaller{notify: notify, who: who}
 	if tok, ok := meta[metaProgressToken]; ok && notify != nil && validProgressToken(tok) {
 		c.token = tok
 	}
@@ -57,6 +58,15 @@ func (c *callCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 		return domain.Answer{}
 	}
 	return answerOf(p, c.elicit(ctx, form))
+}
+
+func (c *callCaller) Principal() ports.Principal { return c.who }
+
+// principalKey encodes a principal unambiguously (a JSON array of issuer,
+// subject and client) for binding rounds; it stays in memory.
+func principalKey(p ports.Principal) string {
+	b, _ := json.Marshal([3]string{p.Issuer, p.Subject, p.Client})
+	return string(b)
 }
 
 func (c *callCaller) isDone() bool {

@@ -33,6 +33,10 @@ type Options struct {
 	// SubmitTool names the submission tool; zero means agent_submit with its
 	// default description.
 	SubmitTool domain.SubmitTool
+	// Instructions, when set, is the instructions member of the initialize
+	// and server/discover results (docs/SPEC.md §2): text a client may hand
+	// its model, saying what the server's tools are for.
+	Instructions string
 	// ListTTL is the ttlMs of modern tools/list and server/discover results;
 	// zero means 60 s, negative means 0.
 	ListTTL time.Duration
@@ -52,6 +56,7 @@ type Engine struct {
 	session ports.Session
 	submit  domain.SubmitTool
 	info    serverInfo
+	instr   string
 	ttlMs   int64
 	logger  *slog.Logger
 
@@ -119,6 +124,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		session:  session,
 		submit:   submit,
 		info:     serverInfo{Name: name, Version: version},
+		instr:    opts.Instructions,
 		ttlMs:    ttl.Milliseconds(),
 		logger:   logger,
 		stopping: make(chan struct{}),

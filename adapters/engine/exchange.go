@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // Reply is the engine's answer to one stateless exchange (an HTTP POST
@@ -26,10 +27,11 @@ type ExchangeOptions struct {
 	Notify func(msg []byte)
 	// MaxBatch bounds a 2025-03-26 batch; default 16.
 	MaxBatch int
-	// Principal is who sent the request, for binding input-required rounds
-	// (docs/SPEC.md §6): the loopback host's identity, or the remote principal
-	// (issuer, subject, client). Rounds are never shared across principals.
-	Principal string
+	// Principal is who sent the request: the zero Principal on the loopback
+	// host, the admitted token's issuer, subject and client on the remote
+	// one. It binds input-required rounds (docs/SPEC.md §6: never shared
+	// across principals) and is what the session's Caller reports.
+	Principal ports.Principal
 }
 
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
@@ -157,8 +159,8 @@ func (e *Engine) exchangeOne(ctx context.Context, frame []byte, opts ExchangeOpt
 	if notify == nil || inBatch {
 		notify = nil // batch responses are one JSON array, never SSE
 	}
-	cc := newCallCaller(in.meta, notify)
-	c := &call{ctx: ctx, caller: cc, req: cc, principal: "http:" + opts.Principal}
+	cc := newCallCaller(in.meta, notify, opts.Principal)
+	c := &call{ctx: ctx, caller: cc, req: cc, principal: "http:" + principalKey(opts.Principal)}
 	result, rerr := e.dispatch(c, in)
 	cc.finish()
 	return 200, encodeResponse(in.id, result, rerr)

@@ -31,6 +31,7 @@ const promptKey = "prompt"
 type parkedCall struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	who    ports.Principal // who drives the call
 	events chan roundEvent // at most a stale prompt and the result: never blocks
 	done   chan struct{}   // closed when the session call has returned
 	// unpark removes from the store the round parked for one of this call's
@@ -121,6 +122,8 @@ func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 	return answerOf(p, r.pc.ask(ctx, form))
 }
 
+func (r roundCaller) Principal() ports.Principal { return r.pc.who }
+
 func (r roundCaller) Progress(ctx context.Context, progress, total float64, message string) {
 	r.pc.mu.Lock()
 	w := r.pc.waiter
@@ -210,7 +213,7 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 	}
 	raw, resuming := in.params["requestState"]
 	if !resuming {
-		return e.awaitRound(c, in, bind, e.startParked(name, args))
+		return e.awaitRound(c, in, bind, e.startParked(name, args, c.caller.Principal()))
 	}
 	var token string
 	if raw[0] != '"' || json.Unmarshal(raw, &token) != nil {
@@ -233,9 +236,9 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 }
 
 // startParked runs the tool call on the engine's base context.
-func (e *Engine) startParked(name string, args json.RawMessage) *parkedCall {
+func (e *Engine) startParked(name string, args json.RawMessage, who ports.Principal) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
-	pc := &parkedCall{ctx: ctx, cancel: cancel, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, events: make(chan roundEvent, 2), done: make(chan struct{})}
 	pc.unpark = func(p *roundPrompt) {
 		e.rounds.RemoveIf(func(x *parked) bool { return x.call == pc && (p == nil || x.prompt == p) })
 	}

@@ -146,12 +146,14 @@ type initializeResult struct {
 	ProtocolVersion string       `json:"protocolVersion"`
 	Capabilities    capabilities `json:"capabilities"`
 	ServerInfo      serverInfo   `json:"serverInfo"`
+	Instructions    string       `json:"instructions,omitempty"`
 }
 
 type discoverResult struct {
 	ResultType        string       `json:"resultType"`
 	SupportedVersions []string     `json:"supportedVersions"`
 	Capabilities      capabilities `json:"capabilities"`
+	Instructions      string       `json:"instructions,omitempty"`
 	TTLMs             int64        `json:"ttlMs"`
 	CacheScope        string       `json:"cacheScope"`
 	Meta              *resultMeta  `json:"_meta"`
@@ -188,7 +190,7 @@ func negotiate(params map[string]json.RawMessage) (string, *Error) {
 }
 
 func (e *Engine) initializeResult(version string) initializeResult {
-	return initializeResult{ProtocolVersion: version, ServerInfo: e.info}
+	return initializeResult{ProtocolVersion: version, ServerInfo: e.info, Instructions: e.instr}
 }
 
 // call is what a carrier offers one request while it runs.
@@ -215,7 +217,7 @@ func (e *Engine) dispatch(c *call, in *inbound) (any, *Error) {
 	switch in.method {
 	case "server/discover":
 		return discoverResult{
-			ResultType: "complete", SupportedVersions: SupportedVersions,
+			ResultType: "complete", SupportedVersions: SupportedVersions, Instructions: e.instr,
 			TTLMs: e.ttlMs, CacheScope: "private", Meta: &resultMeta{e.info},
 		}, nil
 	case "tools/list":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // StreamOptions configures a Stream; zero values mean the defaults.
@@ -363,7 +364,7 @@ func (s *Stream) run(f *flight, in *inbound, deliver func([]byte)) {
 			s.write(b)
 		}
 	}
-	cc := newCallCaller(in.meta, notify)
+	cc := newCallCaller(in.meta, notify, ports.Principal{})
 	c := &call{ctx: f.ctx, caller: cc, req: cc, principal: s.principal}
 	if in.modern {
 		key := in.id.Key()

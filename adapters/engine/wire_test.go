@@ -21,3 +21,29 @@ func TestInvalidUTF8IDIsRefused(t *testing.T) {
 		t.Errorf("answer %q, want -32600 without an id, valid UTF-8", b)
 	}
 }
+
+// TestInstructions: the Instructions option is the instructions member of
+// the initialize result and of the server/discover result (docs/SPEC.md
+// §2), and absent from both without it.
+func TestInstructions(t *testing.T) {
+	const text = "Use agent_submit to hand the agent a task."
+	for _, instr := range []string{text, ""} {
+		e, err := engine.New(fake.New(), engine.Options{Instructions: instr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, e)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		for range 2 {
+			m := c.recv()
+			got, has := result(t, m)["instructions"]
+			if instr == "" && has {
+				t.Errorf("id %v: instructions %v without the option", m["id"], got)
+			}
+			if instr != "" && got != instr {
+				t.Errorf("id %v: instructions %v, want %q", m["id"], got, instr)
+			}
+		}
+	}
+}

@@ -64,6 +64,9 @@ type Options struct {
 	Host string
 	// SubmitTool names the submission tool; zero means agent_submit.
 	SubmitTool domain.SubmitTool
+	// Instructions is the initialize and server/discover results'
+	// instructions (docs/SPEC.md §2); "" leaves it out.
+	Instructions string
 	// AskClient lets prompts raised by a client's own call reach that client
 	// (docs/SPEC.md §6): input-required rounds for modern clients; a legacy client
 	// over HTTP is never asked. Off by default. Turn it on only when you
@@ -153,7 +156,7 @@ func newHost(opts Options, l limits) (*Host, error) {
 	so := l.server
 	so.Name, so.Session, so.Framing, so.Logger = "httploopback", opts.Session, l.framing, logger
 	so.Engine = engine.Options{
-		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool,
+		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool, Instructions: opts.Instructions,
 		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime,
 	}
 	so.Listen = func() (net.Listener, error) {

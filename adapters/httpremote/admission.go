@@ -132,15 +132,7 @@ func (f *frontDoor) verify(r *http.Request, token string) (verification, bool) {
 
 // admit hands the request to the framing, bound to its principal.
 func (f *frontDoor) admit(w http.ResponseWriter, r *http.Request, p ports.Principal) {
-	f.next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), principalID(p))))
-}
-
-// principalID encodes issuer, subject and client unambiguously (a JSON
-// array), for binding input-required rounds (docs/SPEC.md §6). It stays in memory:
-// it is never logged or sent.
-func principalID(p ports.Principal) string {
-	b, _ := json.Marshal([3]string{p.Issuer, p.Subject, p.Client})
-	return string(b)
+	f.next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 }
 
 // refuse answers a refusal of the table (package documentation): counts it

@@ -40,6 +40,9 @@ type Options struct {
 	Port int
 	// SubmitTool names the submission tool; zero means agent_submit.
 	SubmitTool domain.SubmitTool
+	// Instructions is the initialize and server/discover results'
+	// instructions (docs/SPEC.md §2); "" leaves it out.
+	Instructions string
 	// AskClient lets prompts raised by a client's own call reach that client
 	// (docs/SPEC.md §6): input-required rounds for modern clients, bound to the
 	// client's principal; a legacy client over HTTP is never asked. Off by
@@ -235,7 +238,7 @@ func newHost(opts Options, l limits) (*Host, error) {
 	so := l.server
 	so.Name, so.Session, so.Framing, so.Logger = "httpremote", opts.Session, l.framing, logger
 	so.Engine = engine.Options{
-		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool,
+		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool, Instructions: opts.Instructions,
 		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime,
 	}
 	so.Conns.ClientOf = proxies.connClient

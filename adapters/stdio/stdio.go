@@ -34,6 +34,9 @@ type Options struct {
 	Stdout io.Writer
 	// SubmitTool names the submission tool (default agent_submit).
 	SubmitTool domain.SubmitTool
+	// Instructions is the initialize and server/discover results'
+	// instructions (docs/SPEC.md §2); "" leaves it out.
+	Instructions string
 	// AskClient lets prompts reach the client (docs/SPEC.md §6); off by default.
 	// Turn it on only when you trust whoever drives this process's stdin to
 	// approve the session's tool calls.
@@ -157,7 +160,7 @@ func (t *Transport) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	eng, err := engine.New(t.session, engine.Options{
-		Name: t.opts.Name, Version: t.opts.Version, SubmitTool: t.submit,
+		Name: t.opts.Name, Version: t.opts.Version, SubmitTool: t.submit, Instructions: t.opts.Instructions,
 		AskClient: t.opts.AskClient, RoundLifetime: t.opts.RoundLifetime, Logger: t.logger,
 	})
 	if err != nil {

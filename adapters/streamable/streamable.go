@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // Defaults of [Options] (docs/SPEC.md §4, §5.2).
@@ -200,12 +201,12 @@ type principalKey struct{}
 // principal is "" — right for the loopback host, whose one principal is the
 // host itself (its engine, and so its rounds, serve no other host). The
 // principal is kept in memory only and never logged.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
+func WithPrincipal(ctx context.Context, principal ports.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, principal)
 }
 
-func principalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
+func principalFrom(ctx context.Context) ports.Principal {
+	p, _ := ctx.Value(principalKey{}).(ports.Principal)
 	return p
 }
 

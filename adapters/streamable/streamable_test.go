@@ -17,6 +17,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 const (
@@ -459,7 +460,7 @@ func TestPrincipalBindsRounds(t *testing.T) {
 	t.Cleanup(eng.Shutdown)
 	h := streamable.NewHandler(eng, streamable.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(streamable.WithPrincipal(r.Context(), r.Header.Get("X-Principal"))))
+		h.ServeHTTP(w, r.WithContext(streamable.WithPrincipal(r.Context(), ports.Principal{Subject: r.Header.Get("X-Principal")})))
 	}))
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()

@@ -12,17 +12,24 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
 // toolSpec is one runtime tool: what tools/list advertises and how it runs.
 type toolSpec struct {
 	name        string
+	title       string
+	annotations domain.ToolAnnotations
 	description string
 	schema      json.RawMessage
 	params      []string // allowed argument names, for messages
 	run         func(s *Session, ctx context.Context, args toolArgs, caller ports.Caller) (any, error)
 }
+
+// readOnly annotates the tools that only read the workspace: clients in a
+// read-only mode may run them, and nothing outside the workspace is reached.
+var readOnly = domain.ToolAnnotations{ReadOnlyHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)}
 
 // toolSpecs is the catalog, in the advertised order. Each schema is strict:
 // root "type":"object", "required", "additionalProperties":false. The
@@ -30,7 +37,9 @@ type toolSpec struct {
 // having validated them.
 var toolSpecs = []toolSpec{
 	{
-		name: "list_dir",
+		name:        "list_dir",
+		title:       "List a directory",
+		annotations: readOnly,
 		description: `List the entries of one directory of the workspace. path is relative to the workspace root ("." is the root). ` +
 			`Returns {path, entries:[{name, type, size}], truncated}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
 			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed.`,
@@ -39,7 +48,9 @@ var toolSpecs = []toolSpec{
 		run:    (*Session).listDir,
 	},
 	{
-		name: "read_file",
+		name:        "read_file",
+		title:       "Read a file",
+		annotations: readOnly,
 		description: `Read one file of the workspace. path is relative to the workspace root; symbolic links are followed only while they stay inside it. ` +
 			`Returns {path, size, encoding, content}: content is the file's text when it is valid UTF-8 (encoding "utf-8"), else its bytes in base64 (encoding "base64"). ` +
 			`Files over 1 MiB (1048576 bytes) are not read: the call fails and says so. Only regular files can be read.`,
@@ -48,7 +59,9 @@ var toolSpecs = []toolSpec{
 		run:    (*Session).readFile,
 	},
 	{
-		name: "search_text",
+		name:        "search_text",
+		title:       "Search text",
+		annotations: readOnly,
 		description: `Search the workspace's text files for lines matching a regular expression (Go RE2 syntax, case-sensitive unless it starts with (?i), at most 1024 bytes). ` +
 			`path (optional, default the workspace root) is a directory searched recursively, or a single file. Symbolic links and .git directories are not entered; ` +
 			`binary files (holding a NUL byte) and files over 1 MiB are skipped and counted in filesSkipped. ` +
@@ -60,7 +73,13 @@ var toolSpecs = []toolSpec{
 		run:    (*Session).searchText,
 	},
 	{
-		name: "write_file",
+		name:  "write_file",
+		title: "Write a file",
+		// Destructive (it replaces a file), idempotent (the same content
+		// written twice leaves the same file), closed-world (the workspace
+		// only).
+		annotations: domain.ToolAnnotations{ReadOnlyHint: domain.Hint(false), DestructiveHint: domain.Hint(true),
+			IdempotentHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)},
 		description: `Write one file of the workspace, replacing it if it exists. Asks the user for permission first; a denied call writes nothing. ` +
 			`path is relative to the workspace root; its directory must already exist (no directories are created) and an existing target must be a regular file. ` +
 			`content is the whole new text, at most 1 MiB (1048576 bytes) of UTF-8. The file is replaced atomically (a temporary file in the same directory, then a rename); ` +

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/ports/porttest"
 )
 
@@ -449,6 +450,7 @@ func (c allowAfter) RequestPermission(context.Context, domain.PermissionPrompt) 
 }
 func (allowAfter) Ask(context.Context, domain.AskPrompt) domain.Answer { return domain.Answer{} }
 func (allowAfter) Progress(context.Context, float64, float64, string)  {}
+func (allowAfter) Principal() ports.Principal                          { return ports.Principal{} }
 
 // answer returns a Recorder.Answer that picks text.
 func answer(text string) func(domain.AskPrompt) domain.Answer {

@@ -203,14 +203,18 @@ func (s *Session) Close() error {
 }
 
 // RuntimeTools returns list_dir, read_file, search_text and write_file, in
-// that order, every time. The slice and the schemas are fresh copies.
+// that order, every time, each with a title and annotations (docs/SPEC.md
+// §2): the first three read-only and closed-world, write_file destructive,
+// idempotent and closed-world. The slice and the schemas are fresh copies.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
 	out := make([]domain.Tool, len(toolSpecs))
 	for i, spec := range toolSpecs {
 		out[i] = domain.Tool{
 			Name:        spec.name,
+			Title:       spec.title,
 			Description: spec.description,
 			InputSchema: append(json.RawMessage(nil), spec.schema...),
+			Annotations: spec.annotations.Clone(),
 		}
 	}
 	return out, nil

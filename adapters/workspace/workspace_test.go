@@ -156,14 +156,20 @@ func TestRuntimeTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Annotations as the wire carries them (docs/SPEC.md §2): read-only
+	// tools say so (a client's read-only mode may run them) and that they
+	// stay in the workspace; write_file is destructive and idempotent.
+	const readOnly = `{"readOnlyHint":true,"openWorldHint":false}`
 	want := []struct {
-		name     string
-		required []string
+		name        string
+		required    []string
+		title       string
+		annotations string
 	}{
-		{"list_dir", []string{"path"}},
-		{"read_file", []string{"path"}},
-		{"search_text", []string{"pattern"}},
-		{"write_file", []string{"path", "content"}},
+		{"list_dir", []string{"path"}, "List a directory", readOnly},
+		{"read_file", []string{"path"}, "Read a file", readOnly},
+		{"search_text", []string{"pattern"}, "Search text", readOnly},
+		{"write_file", []string{"path", "content"}, "Write a file", `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`},
 	}
 	if len(tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(tools), len(want))
@@ -172,6 +178,12 @@ func TestRuntimeTools(t *testing.T) {
 		tool := tools[i]
 		if tool.Name != w.name {
 			t.Errorf("tool %d = %s, want %s", i, tool.Name, w.name)
+		}
+		if tool.Title != w.title {
+			t.Errorf("%s: title %q, want %q", tool.Name, tool.Title, w.title)
+		}
+		if a, _ := json.Marshal(tool.Annotations); string(a) != w.annotations {
+			t.Errorf("%s: annotations %s, want %s", tool.Name, a, w.annotations)
 		}
 		if len(tool.Description) < 80 {
 			t.Errorf("%s: description too thin: %q", tool.Name, tool.Description)
@@ -204,6 +216,10 @@ func TestRuntimeTools(t *testing.T) {
 	again, _ := s.RuntimeTools(t.Context())
 	if again[0].InputSchema[0] != '{' {
 		t.Error("RuntimeTools hands out shared schema bytes")
+	}
+	*tools[1].Annotations.ReadOnlyHint = false
+	if again, _ := s.RuntimeTools(t.Context()); !*again[1].Annotations.ReadOnlyHint {
+		t.Error("RuntimeTools hands out shared annotations")
 	}
 }
 

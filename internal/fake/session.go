@@ -16,12 +16,12 @@ import (
 
 // Session is a scripted session. Its runtime tools:
 //
-//	echo {text}     → success envelope whose result is the arguments
+//	echo {text}     → success envelope whose result is the arguments (title "Echo", read-only, closed-world)
 //	fail {}         → failed envelope {"success":false,"toolName":"fail","error":"it failed"}
 //	boom {}         → error "boom: the tool broke"
 //	slow {}         → blocks until its context ends (then error "cancelled") or Release
 //	progress {n}    → reports progress 1..n of n, then succeeds
-//	write {text}    → asks permission; success only when allowed once
+//	write {text}    → asks permission; success only when allowed once (destructive)
 //
 // Submit answers "echo: <prompt>", except the prompts "refuse" (a refused
 // error), "fail" (a failure inside the turn, with a second line that must
@@ -43,12 +43,14 @@ func New() *Session {
 	}
 	return &Session{
 		tools: []domain.Tool{
-			{Name: "echo", Description: "Echo the arguments", InputSchema: obj(`"text":{"type":"string"}`)},
+			{Name: "echo", Title: "Echo", Description: "Echo the arguments", InputSchema: obj(`"text":{"type":"string"}`),
+				Annotations: &domain.ToolAnnotations{ReadOnlyHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)}},
 			{Name: "fail", Description: "Fail with a failed envelope", InputSchema: obj(``)},
 			{Name: "boom", Description: "Fail with an error", InputSchema: obj(``)},
 			{Name: "slow", Description: "Block until cancelled", InputSchema: obj(``)},
 			{Name: "progress", Description: "Report progress", InputSchema: obj(`"n":{"type":"integer"}`)},
-			{Name: "write", Description: "Needs permission", InputSchema: obj(`"text":{"type":"string"}`)},
+			{Name: "write", Description: "Needs permission", InputSchema: obj(`"text":{"type":"string"}`),
+				Annotations: &domain.ToolAnnotations{DestructiveHint: domain.Hint(true)}},
 		},
 		release: make(chan struct{}),
 	}

@@ -34,6 +34,17 @@ const WANT_SUBMIT_SCHEMA = {
   required: ['prompt'],
   additionalProperties: false,
 };
+// Titles and annotations as the SDK reads them back (docs/SPEC.md §2): the
+// read-only tools say so, write_file is destructive and idempotent, and the
+// submission tool has its own.
+const READ_ONLY = { readOnlyHint: true, openWorldHint: false };
+const WANT_METADATA = {
+  list_dir: { title: 'List a directory', annotations: READ_ONLY },
+  read_file: { title: 'Read a file', annotations: READ_ONLY },
+  search_text: { title: 'Search text', annotations: READ_ONLY },
+  write_file: { title: 'Write a file', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } },
+  agent_submit: { title: 'Ask the agent', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } },
+};
 const WANT_PROTOCOL_VERSION = '2025-11-25'; // the SDK's latest; it has no 2026-07-28
 const TIMEOUT_MS = 60_000;
 const USAGE = 'usage: node interop.mjs <agentmcp binary> <root dir> [file relative to root]\n' +
@@ -165,7 +176,12 @@ async function main() {
     for (const t of tools) {
       check(t.inputSchema?.type === 'object', `tool ${t.name}: inputSchema ${show(t.inputSchema)} is not type object`);
       check(t.outputSchema === undefined, `tool ${t.name} advertises an outputSchema`);
+      const want = WANT_METADATA[t.name];
+      check(isDeepStrictEqual({ title: t.title, annotations: t.annotations }, want),
+        `tool ${t.name}: title/annotations ${show({ title: t.title, annotations: t.annotations })}, want ${show(want)}`);
     }
+    check(typeof client.getInstructions() === 'string' && client.getInstructions().includes('agent_submit'),
+      `initialize instructions ${show(client.getInstructions())}, want a text that explains agent_submit`);
     const submit = tools[tools.length - 1];
     check(submit.description === WANT_SUBMIT_DESCRIPTION,
       `agent_submit description ${show(submit.description)}, want ${show(WANT_SUBMIT_DESCRIPTION)}`);

@@ -36,6 +36,9 @@ type Recorder struct {
 	// Answer, when set, answers asks; nil cancels every ask.
 	Answer func(p domain.AskPrompt) domain.Answer
 
+	// As is the Principal the call speaks for (zero: the local user).
+	As ports.Principal
+
 	mu       sync.Mutex // guards the fields below
 	perms    []domain.PermissionPrompt
 	asks     []domain.AskPrompt
@@ -67,6 +70,9 @@ func (c *Recorder) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
 	}
 	return c.Answer(p)
 }
+
+// Principal returns As.
+func (c *Recorder) Principal() ports.Principal { return c.As }
 
 // Progress records progress and runs OnProgress.
 func (c *Recorder) Progress(ctx context.Context, progress, total float64, message string) {
