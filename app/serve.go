@@ -17,12 +17,15 @@ type serveFlags struct {
 	askClient                    *bool
 }
 
-// addServeFlags registers the common flags on fs.
+// addServeFlags registers the flags every "agentmcp serve" command takes on
+// fs: the one place for them (each serve command's setup calls it; the
+// serve group's help lists them). A flag's usage text names its argument
+// in back quotes, which the help shows as "--flag ARG".
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	return &serveFlags{
-		root:       fs.String("root", ".", "directory the reference session serves"),
-		submitName: fs.String("submit-name", domain.DefaultSubmitName, "name of the submission tool"),
-		submitDesc: fs.String("submit-description", domain.DefaultSubmitDescription, "description of the submission tool"),
+		root:       fs.String("root", ".", "serve the files under `DIR`"),
+		submitName: fs.String("submit-name", domain.DefaultSubmitName, "the submission tool's `NAME`"),
+		submitDesc: fs.String("submit-description", domain.DefaultSubmitDescription, "the submission tool's description, a `TEXT`"),
 		askClient:  fs.Bool("ask-client", false, "send permission and ask prompts to the calling client (only when you trust whoever can reach this carrier)"),
 	}
 }

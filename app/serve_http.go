@@ -13,9 +13,9 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 )
 
-// serveHTTP runs "agentmcp serve http [--root DIR] [--port N] [--token-file
-// PATH]": the reference workspace session over the loopback Streamable HTTP
-// host (docs/SPEC.md §5.2).
+// serveHTTPCommand is "agentmcp serve http [flags]": the reference
+// workspace session over the loopback Streamable HTTP host (docs/SPEC.md
+// §5.2).
 //
 // Order of events: the token file is created (exclusively, mode 0600) before
 // anything is bound, so an existing file fails start-up without side
@@ -30,24 +30,31 @@ import (
 // SIGINT or SIGTERM (ctx) stop the host: calls in flight are cancelled and
 // answered "server is shutting down"; exit code 0. A failure exits 1, a usage
 // error 2.
-func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agentmcp serve http", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	common := addServeFlags(fs)
-	port := fs.Int("port", 0, "TCP port on 127.0.0.1; 0 picks a free one")
-	tokenPath := fs.String("token-file", "", "file to create (exclusively, mode 0600) for the bearer token;\n"+
-		"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agentmcp: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if *port < 0 || *port > 65535 {
-		fmt.Fprintf(stderr, "agentmcp: --port must be within 0..65535\n")
-		return 2
-	}
+var serveHTTPCommand = &command{
+	name:     "http",
+	summary:  "Serve the reference session over Streamable HTTP on 127.0.0.1, behind a bearer token",
+	synopsis: "[flags]",
+	about: `Once the host listens and the token file is written, the endpoint URL is
+printed on stdout, alone on its line. The token is never printed or logged:
+read it from the token file, which is removed at exit. Every request needs
+"Authorization: Bearer <token>". SIGINT or SIGTERM end it with status 0.`,
+	example: "agentmcp serve http --root ~/project --port 8931 --token-file ~/.agentmcp-token",
+	setup: func(fs *flag.FlagSet) runFunc {
+		common := addServeFlags(fs)
+		port := fs.Int("port", 0, "TCP port `N` on 127.0.0.1; 0 picks a free one")
+		tokenPath := fs.String("token-file", "", "`PATH` of the file to create (exclusively, mode 0600) for the bearer token; "+
+			"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
+		return func(ctx context.Context, inv *invocation) int {
+			if *port < 0 || *port > 65535 {
+				return inv.usageError("--port must be within 0..65535")
+			}
+			return serveHTTP(ctx, inv, common, *port, *tokenPath)
+		}
+	},
+}
+
+func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, tokenPath string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	logger := newLogger(stderr)
 	session, ok := common.openSession(logger)
 	if !ok {
@@ -55,7 +62,7 @@ func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer session.Close()
 	host, err := httploopback.New(httploopback.Options{
-		Name: "agentmcp", Version: Version, Session: session, Port: *port, Logger: logger,
+		Name: "agentmcp", Version: Version, Session: session, Port: port, Logger: logger,
 		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 	})
 	if err != nil {
@@ -63,13 +70,13 @@ func serveHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 
-	tf, err := createTokenFile(*tokenPath)
+	tf, err := createTokenFile(tokenPath)
 	if err != nil {
 		logger.Error("cannot create the token file", "err", err)
 		return 1
 	}
 	defer tf.remove(logger)
-	if *tokenPath == "" {
+	if tokenPath == "" {
 		fmt.Fprintf(stderr, "agentmcp: bearer token file: %s\n", tf.path)
 	}
 

@@ -14,17 +14,32 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-const remoteUsage = `usage: agentmcp serve remote --public-url URL --issuer URL --scope S [--scope S]...
-         (--allowed-subject SUB | --allowed-client ID)... [--listen IP:PORT]
-         [--trusted-proxy IP]... [--root DIR] [--submit-name NAME]
-         [--submit-description TEXT] [--ask-client]
+// stringList is a repeatable string flag.
+type stringList []string
 
-Serves the reference workspace session over DIR to remote MCP clients as an
-OAuth 2.0 protected resource (docs/SPEC.md §5.3): plain HTTP on --listen (default
-127.0.0.1:0, a free port), behind a TLS-terminating reverse proxy that
-forwards the public URL's path unchanged and keeps the Host header. Every
-request needs an access token from --issuer (an RFC 9068 JWT: typ at+jwt,
-aud = --public-url, every --scope, and a listed sub or client_id).
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// serveRemoteCommand is "agentmcp serve remote ...": the reference
+// workspace session over the remote Streamable HTTP host (docs/SPEC.md
+// §5.3), with the adapters/oauth verifier (built by [NewRemote] from the
+// same flags).
+//
+// Order of events: flags are checked (usage errors exit 2), the host and
+// verifier are built (configuration errors exit 1, before anything is
+// bound), the host validates the catalog and listens, then the bound address
+// is printed on stdout. SIGINT or SIGTERM (ctx) stop the host: calls in
+// flight are cancelled and answered "server is shutting down"; exit code 0.
+// A failure exits 1.
+var serveRemoteCommand = &command{
+	name:     "remote",
+	summary:  "Serve the reference session to remote clients as an OAuth-protected resource, behind a TLS proxy",
+	synopsis: "--public-url URL --issuer URL --scope S...\n    (--allowed-subject SUB | --allowed-client ID)... [flags]",
+	about: `Serves the session over plain HTTP on --listen (default 127.0.0.1:0, a free
+port), behind a TLS-terminating reverse proxy that forwards the public URL's
+path unchanged and keeps the Host header. Every request needs an access token
+from --issuer (an RFC 9068 JWT: typ at+jwt, aud = --public-url, every
+--scope, and a listed sub or client_id).
 
 Once listening, the bound address (IP:PORT) is printed on stdout, alone on its
 line. Refused requests are audited on stderr, one line each:
@@ -40,66 +55,47 @@ throttle budget.
 that made the call (input-required rounds, modern clients only). Turn it on
 only when you trust whoever can reach the carrier — here, every principal the
 issuer can mint an admitted token for — to approve the session's tool calls:
-an approval lets the session write files under DIR.
+an approval lets the session write files under DIR.`,
+	example: `agentmcp serve remote --public-url https://mcp.example.com/team/agent/mcp \
+    --issuer https://auth.example.com --scope mcp:tools --allowed-subject 248289761001 \
+    --listen 127.0.0.1:8080 --trusted-proxy 127.0.0.1 --root /srv/project`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		f := &remoteFlags{common: addServeFlags(fs)}
+		f.publicURL = fs.String("public-url", "", "the https `URL` clients use: resource identifier and token audience (required)")
+		f.issuer = fs.String("issuer", "", "the authorization server's https issuer identifier, a `URL` (required)")
+		fs.Var(&f.scopes, "scope", "a scope `S` every token must carry (required; repeatable)")
+		fs.Var(&f.subjects, "allowed-subject", "a token `SUB` admitted (repeatable)")
+		fs.Var(&f.clients, "allowed-client", "a token client_id `ID` admitted whatever its sub: confidential or machine clients only (repeatable)")
+		f.listen = fs.String("listen", "127.0.0.1:0", "literal `IP:PORT` to bind; port 0 picks a free one")
+		fs.Var(&f.proxies, "trusted-proxy", "literal `IP` of a proxy whose X-Forwarded-For is believed (repeatable)")
+		return func(ctx context.Context, inv *invocation) int { return serveRemote(ctx, inv, f) }
+	},
+}
 
-Flags:`
+// remoteFlags are serve remote's flags, as parsed.
+type remoteFlags struct {
+	common                             *serveFlags
+	publicURL, issuer, listen          *string
+	scopes, subjects, clients, proxies stringList
+}
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// serveRemote runs "agentmcp serve remote ...": the reference workspace
-// session over the remote Streamable HTTP host, with the adapters/oauth
-// verifier (built by [NewRemote] from the same flags).
-//
-// Order of events: flags are checked (usage errors exit 2), the host and
-// verifier are built (configuration errors exit 1, before anything is
-// bound), the host validates the catalog and listens, then the bound address
-// is printed on stdout. SIGINT or SIGTERM (ctx) stop the host: calls in
-// flight are cancelled and answered "server is shutting down"; exit code 0.
-// A failure exits 1.
-func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agentmcp serve remote", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, remoteUsage)
-		fs.PrintDefaults()
-	}
-	var scopes, subjects, clients, proxies stringList
-	publicURL := fs.String("public-url", "", "the https URL clients use: resource identifier and token audience (required)")
-	issuer := fs.String("issuer", "", "the authorization server's https issuer identifier (required)")
-	fs.Var(&scopes, "scope", "a scope every token must carry (required; repeatable)")
-	fs.Var(&subjects, "allowed-subject", "a token sub admitted (repeatable)")
-	fs.Var(&clients, "allowed-client", "a token client_id admitted whatever its sub: confidential or machine clients only (repeatable)")
-	listen := fs.String("listen", "127.0.0.1:0", "literal IP:PORT to bind; port 0 picks a free one")
-	fs.Var(&proxies, "trusted-proxy", "literal IP of a proxy whose X-Forwarded-For is believed (repeatable)")
-	common := addServeFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	usageError := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agentmcp: "+format+"\n", a...)
-		return 2
-	}
+func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
+	common := f.common
 	switch {
-	case fs.NArg() > 0:
-		return usageError("unexpected argument %q", fs.Arg(0))
-	case *publicURL == "":
-		return usageError("--public-url is required")
-	case *issuer == "":
-		return usageError("--issuer is required")
-	case len(scopes) == 0:
-		return usageError("at least one --scope is required")
-	case len(subjects) == 0 && len(clients) == 0:
-		return usageError("at least one --allowed-subject or --allowed-client is required: issuer, audience and scope alone would admit anyone the issuer serves")
+	case *f.publicURL == "":
+		return inv.usageError("--public-url is required")
+	case *f.issuer == "":
+		return inv.usageError("--issuer is required")
+	case len(f.scopes) == 0:
+		return inv.usageError("at least one --scope is required")
+	case len(f.subjects) == 0 && len(f.clients) == 0:
+		return inv.usageError("at least one --allowed-subject or --allowed-client is required: issuer, audience and scope alone would admit anyone the issuer serves")
 	}
-	bind, err := netip.ParseAddrPort(*listen)
+	bind, err := netip.ParseAddrPort(*f.listen)
 	if err != nil {
-		return usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
+		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
 	}
-	logger := newLogger(stderr)
+	logger := newLogger(inv.stderr)
 	session, ok := common.openSession(logger)
 	if !ok {
 		return 1
@@ -110,10 +106,10 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Host: bind.Addr().String(), Port: int(bind.Port()),
 		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 		Authorization: httpremote.Authorization{
-			PublicURL: *publicURL, Issuer: *issuer, Scopes: scopes,
-			TrustedProxies: proxies, Audit: newAuditWriter(stderr),
+			PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,
+			TrustedProxies: f.proxies, Audit: newAuditWriter(inv.stderr),
 		},
-	}, RemoteAccess{AllowedSubjects: subjects, AllowedClients: clients})
+	}, RemoteAccess{AllowedSubjects: f.subjects, AllowedClients: f.clients})
 	if err != nil {
 		logger.Error("cannot serve remote", "err", err)
 		return 1
@@ -127,8 +123,8 @@ func serveRemote(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, addr.String())
-	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *publicURL, "root", *common.root)
+	fmt.Fprintln(inv.stdout, addr.String())
+	logger.Info("serving MCP to remote f.clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 
 	return serveUntilDone(ctx, host, logger)
 }

@@ -1,11 +1,16 @@
 // Command agentmcp serves an agent session as an MCP server.
 //
 //	agentmcp serve stdio  [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-//	agentmcp serve http   [--root DIR] [--port N] [--token-file PATH] [--ask-client]
+//	agentmcp serve http   [--root DIR] [--port N] [--token-file PATH] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 //	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
-//	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--ask-client]
+//	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
+//	agentmcp version      (or --version)
+//	agentmcp help [COMMAND...]   (or -h, --help after any command)
 //
-// See app.Main for exit codes and the README for client configuration.
+// Flags take one dash or two (-root, --root). Help goes to stdout with
+// status 0; a usage error prints one line and the usage on stderr with
+// status 2. See app.Main for the exit codes and the README for client
+// configuration.
 package main
 
 import (

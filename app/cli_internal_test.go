@@ -1,0 +1,145 @@
+package app
+
+import (
+	"flag"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestServerVersion(t *testing.T) {
+	main := func(v string) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: v}}
+	}
+	dep := func(m *debug.Module) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Path: "example.com/host", Version: "v1.0.0"}, Deps: []*debug.Module{
+			{Path: "golang.org/x/time", Version: "v0.16.0"}, m,
+		}}
+	}
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"no build information", nil, false, baseVersion},
+		{"go run, -buildvcs=false", main("(devel)"), true, baseVersion},
+		{"no version", main(""), true, baseVersion},
+		{"release", main("v0.3.0"), true, "0.3.0"},
+		{"pre-release", main("v0.3.0-rc.1"), true, "0.3.0-rc.1"},
+		{"modified release", main("v0.3.0+dirty"), true, baseVersion},
+		{"untagged commit", main("v0.0.0-20261201140851-6e5f498d729d"), true, baseVersion},
+		{"commit after a tag", main("v0.3.1-0.20261201140851-6e5f498d729d"), true, baseVersion},
+		{"commit after a pre-release", main("v0.3.0-rc.1.0.20261201140851-6e5f498d729d"), true, baseVersion},
+		{"modified commit", main("v0.0.0-20261201140851-6e5f498d729d+dirty"), true, baseVersion},
+		{"dependency of a host", dep(&debug.Module{Path: modulePath, Version: "v0.4.0"}), true, "0.4.0"},
+		{"replaced by a directory", dep(&debug.Module{Path: modulePath, Version: "v0.4.0", Replace: &debug.Module{Path: "../agentmcp"}}), true, baseVersion},
+		{"not in the build", dep(&debug.Module{Path: "example.com/other", Version: "v2.0.0"}), true, baseVersion},
+	}
+	for _, tt := range tests {
+		if got := serverVersion(tt.bi, tt.ok); got != tt.want {
+			t.Errorf("%s: serverVersion = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestBuildText(t *testing.T) {
+	platform := " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	stamped := &debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: modulePath, Version: "v0.0.0-20261201140851-6e5f498d729d+dirty"},
+		Settings: []debug.BuildSetting{
+			{Key: "-buildmode", Value: "exe"},
+			{Key: "vcs", Value: "git"},
+			{Key: "vcs.revision", Value: "6e5f498d729d6b0053a30d9565a920c22f33556b"},
+			{Key: "vcs.time", Value: "2026-12-01T14:08:51Z"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+	clean := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: modulePath, Version: "v0.3.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "false"}}}
+	unstamped := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: modulePath, Version: "(devel)"}}
+	host := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "example.com/host", Version: "(devel)"},
+		Deps:     []*debug.Module{{Path: modulePath, Version: "v0.4.0"}},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "the host's"}}}
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"stamped, modified", stamped, true, "module github.com/agentmcp/agentmcp v0.0.0-20261201140851-6e5f498d729d+dirty\n" +
+			"revision 6e5f498d729d6b0053a30d9565a920c22f33556b (2026-12-01T14:08:51Z, modified)\ngo go1.26.8" + platform},
+		{"stamped, clean", clean, true, "module github.com/agentmcp/agentmcp v0.3.0\nrevision abc123 (unmodified)\ngo go1.26.8" + platform},
+		{"go run, -buildvcs=false", unstamped, true, "module github.com/agentmcp/agentmcp (devel)\nrevision unknown\ngo go1.26.8" + platform},
+		{"a dependency: the revision is the host's", host, true, "module github.com/agentmcp/agentmcp v0.4.0\nrevision unknown\ngo go1.26.8" + platform},
+		{"no build information", nil, false, "module github.com/agentmcp/agentmcp (devel)\nrevision unknown\ngo " + runtime.Version() + platform},
+	}
+	for _, tt := range tests {
+		if got := buildText(tt.bi, tt.ok); got != tt.want {
+			t.Errorf("%s:\n%s--- want\n%s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestCommandTable: the conventions help relies on, so that a new entry
+// cannot break them unnoticed: every leaf has a one-line summary and an
+// example that runs it, and every flag that takes a value names it in back
+// quotes (shown as "--flag ARG"); names are unique within a group.
+func TestCommandTable(t *testing.T) {
+	argName := regexp.MustCompile(`^[A-Z][A-Z:]*$`)
+	for _, l := range leaves(commandLine, "") {
+		path := "agentmcp " + l.path
+		c := l.cmd
+		if c.summary == "" || strings.Contains(c.summary, "\n") || strings.HasSuffix(c.summary, ".") {
+			t.Errorf("%s: summary %q: want one line without a final period", path, c.summary)
+		}
+		if !strings.HasPrefix(c.example, path) {
+			t.Errorf("%s: example %q does not run it", path, c.example)
+		}
+		if c.setup == nil {
+			t.Errorf("%s: a leaf without setup", path)
+			continue
+		}
+		leafFlags(path, c).VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			if isBool(f) {
+				if name != "" {
+					t.Errorf("%s --%s: a bool flag with an argument name %q", path, f.Name, name)
+				}
+			} else if !argName.MatchString(name) {
+				t.Errorf("%s --%s: argument name %q; name it in back quotes in the usage text", path, f.Name, name)
+			}
+			if usage == "" || strings.Contains(usage, "\n") {
+				t.Errorf("%s --%s: usage %q: want one line", path, f.Name, usage)
+			}
+		})
+	}
+	var groups func(c *command)
+	groups = func(c *command) {
+		seen := map[string]bool{}
+		for _, s := range c.subs {
+			if seen[s.name] {
+				t.Errorf("%s: two entries named %q", c.name, s.name)
+			}
+			seen[s.name] = true
+			groups(s)
+		}
+	}
+	groups(commandLine)
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("a bb ccc dddd eeeeeeeeeeee f", 8)
+	want := []string{"a bb ccc", "dddd", "eeeeeeeeeeee", "f"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrap = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+
+	"github.com/agentmcp/agentmcp/adapters/stdio"
+)
+
+// serveStdioCommand is "agentmcp serve stdio [flags]": the reference
+// workspace session over stdio (docs/SPEC.md §5.1). Logs go to stderr,
+// stdout carries only MCP messages. Closing stdin, SIGINT or SIGTERM (ctx)
+// end it with 0; a closed stdout, or another failure, with 1.
+var serveStdioCommand = &command{
+	name:     "stdio",
+	summary:  "Serve the reference session over stdio, to the process that launched agentmcp",
+	synopsis: "[flags]",
+	about: `Logs go to stderr; stdout carries only MCP messages. Closing stdin, SIGINT or
+SIGTERM ends it with status 0; a closed stdout ends it with status 1.`,
+	example: "agentmcp serve stdio --root ~/project",
+	setup: func(fs *flag.FlagSet) runFunc {
+		common := addServeFlags(fs)
+		return func(ctx context.Context, inv *invocation) int {
+			return serveStdio(ctx, inv, common)
+		}
+	},
+}
+
+func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
+	logger := newLogger(inv.stderr)
+	session, ok := common.openSession(logger)
+	if !ok {
+		return 1
+	}
+	defer session.Close()
+	t, err := NewStdio(session, stdio.Options{
+		Name: "agentmcp", Version: Version, Stdin: inv.stdin, Stdout: inv.stdout, Logger: logger,
+		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
+	})
+	if err != nil {
+		logger.Error("cannot serve stdio", "err", err)
+		return 1
+	}
+	if err := t.Start(ctx); err != nil {
+		if errors.Is(err, stdio.ErrInputClosed) {
+			return 0
+		}
+		logger.Error("start failed", "err", err)
+		return 1
+	}
+	logger.Info("serving MCP on stdio", "root", *common.root)
+	return serveUntilDone(ctx, t, logger)
+}
