@@ -19,8 +19,10 @@
 # 4. prints the check counts of both legs and exits non-zero if either leg
 #    failed (a new failure, or a stale baseline entry).
 #
-# Works from any directory, as root, with no stdin (CI). Needs go and npm on
-# PATH (npm runs on the system Node; only the suite runs on Node 22).
+# Works from any directory, as root, with no stdin (CI). Needs go on PATH
+# and npm (installed from Debian through scripts/lib.sh when missing and
+# running as root; npm runs on whatever node is first on PATH, only the
+# suite runs on Node 22).
 # AskClient is on in both legs (docs/SPEC.md §6): the 2026-07-28 leg needs it for the
 # input-required rounds; in the 2025-11-25 leg legacy HTTP settles every
 # prompt closed whatever AskClient says, and running it on proves that.
@@ -40,11 +42,13 @@ suite_version="0.2.0-alpha.12"
 legs=(2025-11-25 2026-07-28)
 
 step() { printf '\n==> %s\n' "$*"; }
-die() { echo "conformance/run.sh: $*" >&2; exit 1; }
+lib_name="conformance/run.sh"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || die "go not found in PATH (Go 1.26 or later)"
-command -v npm >/dev/null || die "npm not found in PATH (it installs the suite and Node 22)"
+command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
+need_cmd npm npm # it installs the suite and Node 22; Debian's npm (run as root) is enough
 # Building a main package stamps VCS data by default; on a clean clone that
 # can fail (no git, or git refusing a checkout owned by another user).
 if [[ -z "$(go env GOFLAGS)" ]]; then

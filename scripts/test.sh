@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the repository, from any working directory:
+# Runs every test of the repository, from any working directory, on a fresh
+# machine too (Debian 12: what is missing is installed, see below):
 #   1. installs the npm packages of the TypeScript SDK client (interop/ts)
 #      with npm ci, only when package-lock.json or Node changed since the
 #      last install;
@@ -11,22 +12,31 @@
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
 #   5. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
-#      nginx as the TLS proxy (installed with apt-get when missing, as root),
-#      the TypeScript SDK client (e2e/run.sh).
+#      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
+# Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
+# scripts/lib.sh: gcc and libc6-dev for the race detector, npm, and the
+# Debian packages e2e/run.sh needs, with apt-get when run as root (otherwise
+# it stops with one line naming the package); Node 22 from npm into
+# scripts/node when the machine's node is missing or older than 20 (Debian
+# 12's is 18), put first on PATH for the whole run.
 # Stops at the first failure. Extra arguments go to both go test runs,
 # e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ts="$repo/interop/ts"
+lib_name="scripts/test.sh"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 step() { printf '\n==> %s\n' "$*"; }
-need() {
-	command -v "$1" >/dev/null || { echo "scripts/test.sh: $1 not found in PATH ($2)" >&2; exit 1; }
-}
-need go "Go 1.26 or later"
-need node "Node 20 or later, for the TypeScript SDK client"
-need npm "npm, to install interop/ts's packages"
+
+step "tools: go, gcc, node, npm"
+export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
+need_cmd gcc gcc libc6-dev # go test -race needs cgo
+need_node
+echo "$(go version); gcc $(gcc -dumpversion); node $(node --version) ($(command -v node)); npm $(npm --version)"
 
 step "npm packages for the TypeScript SDK client (interop/ts)"
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
