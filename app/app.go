@@ -2,34 +2,22 @@
 // host calls, and the command line (app/cmd/agentmcp). It is the only
 // package that wires adapters together.
 //
-// A host that already has a ports.Session serves it over stdio with
-// [NewStdio]; a host with a carrier of its own (a Unix socket, a WebSocket)
-// takes the engine alone with [NewEngine] and feeds it frames.
+// The engine is built once ([NewEngine], or engine.New) and handed to every
+// carrier: stdio.New(eng, …), httploopback.New(eng, …), httpremote.New(eng,
+// …) or [NewRemote], unixsocket.New(eng, …), or a streamable.Handler
+// mounted in the host's own mux. After the carriers have stopped, the
+// engine's Shutdown ends what is left (calls parked in input-required
+// rounds).
 package app
 
 import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
-	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// NewStdio returns a stdio transport with session attached, ready for
-// Start. opts.Stdin/Stdout default to the process's own streams.
-func NewStdio(session ports.Session, opts stdio.Options) (*stdio.Transport, error) {
-	t, err := stdio.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.Attach(session); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// NewEngine returns the JSON-RPC + MCP engine alone, for a carrier of the
-// host's own: call [engine.Engine.Validate] before accepting clients, then
-// [engine.Engine.NewStream] per connection or [engine.Engine.Exchange] per
-// stateless request.
+// NewEngine returns the JSON-RPC + MCP engine serving session
+// ([engine.New]): build it once, hand it to every carrier, and shut it down
+// once they have stopped.
 func NewEngine(session ports.Session, opts engine.Options) (*engine.Engine, error) {
 	return engine.New(session, opts)
 }

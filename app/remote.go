@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
-	"github.com/agentmcp/agentmcp/ports"
 )
 
-// RemoteAccess is what the access-token verifier needs beyond the host's
-// [httpremote.Authorization]: whom it admits, and how it reaches the
-// issuer. See [oauth.Config] for each field.
+// RemoteAccess is what the access-token verifier checks: the resource's
+// identity (which the host then advertises: the verifier is its one source,
+// docs/SPEC.md §5.3), whom it admits, and how it reaches the issuer. See
+// [oauth.Config] for each field.
 type RemoteAccess struct {
+	// PublicURL is the https URL clients use: the resource identifier and
+	// the audience tokens must name (oauth.Config.Resource).
+	PublicURL string
+	// Issuer is the authorization server's https issuer identifier.
+	Issuer string
+	// Scopes are the scopes every token must carry (RequiredScopes).
+	Scopes []string
 	// AllowedSubjects are the token sub values admitted; AllowedClients the
 	// client_id values admitted whatever the sub (meant for confidential or
 	// machine clients: a public client's id admits every user of that
@@ -29,15 +37,13 @@ type RemoteAccess struct {
 }
 
 // ErrVerifierGiven is NewRemote's error when opts.Authorization.Verifier is
-// set: NewRemote builds the verifier itself.
+// set: NewRemote builds the verifier itself, from access.
 var ErrVerifierGiven = errors.New("app: NewRemote builds the verifier: leave Authorization.Verifier nil")
 
-// NewRemote returns the remote Streamable HTTP host (docs/SPEC.md §5.3) serving
-// session, with the access-token verifier of adapters/oauth (docs/SPEC.md §7) built
-// from the same values: opts.Authorization's Issuer, PublicURL (the
-// verifier's Resource, the audience tokens must name) and Scopes (its
-// RequiredScopes), plus access. The verifier's Describe() therefore always
-// agrees with the host. opts.Session is replaced by session.
+// NewRemote returns the remote Streamable HTTP host (docs/SPEC.md §5.3)
+// serving eng, with the access-token verifier of adapters/oauth
+// (docs/SPEC.md §7) built from access; the host takes its public URL,
+// issuer and scopes from that verifier.
 //
 // It fails with ErrVerifierGiven; an error wrapping [oauth.ErrInvalidConfig]
 // (no allowed subject or client, an issuer that is not https, an
@@ -45,16 +51,15 @@ var ErrVerifierGiven = errors.New("app: NewRemote builds the verifier: leave Aut
 // that is not canonical, a bind address that is not a literal IP, ...).
 // Nothing is bound and no network is touched until the host's Start; the
 // issuer's keys are fetched on the first verification.
-func NewRemote(session ports.Session, opts httpremote.Options, access RemoteAccess) (*httpremote.Host, error) {
-	a := opts.Authorization
-	if a.Verifier != nil {
+func NewRemote(eng *engine.Engine, opts httpremote.Options, access RemoteAccess) (*httpremote.Host, error) {
+	if opts.Authorization.Verifier != nil {
 		return nil, ErrVerifierGiven
 	}
 	v, err := oauth.NewVerifier(oauth.Config{
-		Issuer:          a.Issuer,
-		Resource:        a.PublicURL,
+		Issuer:          access.Issuer,
+		Resource:        access.PublicURL,
 		Algorithms:      access.Algorithms,
-		RequiredScopes:  a.Scopes,
+		RequiredScopes:  access.Scopes,
 		AllowedSubjects: access.AllowedSubjects,
 		AllowedClients:  access.AllowedClients,
 		HTTPClient:      access.HTTPClient,
@@ -62,7 +67,6 @@ func NewRemote(session ports.Session, opts httpremote.Options, access RemoteAcce
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	opts.Session = session
 	opts.Authorization.Verifier = v
-	return httpremote.New(opts)
+	return httpremote.New(eng, opts)
 }

@@ -23,6 +23,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
 	"github.com/agentmcp/agentmcp/app"
@@ -110,37 +111,58 @@ func (a *recordingAudit) all() []ports.AuditRecord {
 	return append([]ports.AuditRecord(nil), a.records...)
 }
 
-func remoteOptions(issuer string, audit ports.AuditSink) httpremote.Options {
-	return httpremote.Options{
-		Name: "t", Version: "1",
-		Authorization: httpremote.Authorization{
-			PublicURL: remotePublicURL, Issuer: issuer, Scopes: []string{remoteScope}, Audit: audit,
-		},
+func remoteOptions(audit ports.AuditSink) httpremote.Options {
+	return httpremote.Options{Authorization: httpremote.Authorization{Audit: audit}}
+}
+
+// remoteAccess is the verifier's configuration for issuer, admitting alice.
+func remoteAccess(issuer string) app.RemoteAccess {
+	return app.RemoteAccess{PublicURL: remotePublicURL, Issuer: issuer, Scopes: []string{remoteScope}, AllowedSubjects: []string{"alice"}}
+}
+
+// newEngine builds an engine for a fresh fake session, shut down when the
+// test ends (after the host's Stop: cleanups run last-registered first).
+func newEngine(t testing.TB) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(fake.New(), engine.Options{Name: "t", Version: "1"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
 }
 
 func TestNewRemoteChecks(t *testing.T) {
-	opts := remoteOptions("https://issuer.example.test", nil)
-	access := app.RemoteAccess{AllowedSubjects: []string{"alice"}}
-	if _, err := app.NewRemote(fake.New(), opts, access); err != nil {
+	eng := newEngine(t)
+	opts := remoteOptions(nil)
+	access := remoteAccess("https://issuer.example.test")
+	if _, err := app.NewRemote(eng, opts, access); err != nil {
 		t.Fatalf("NewRemote: %v", err)
 	}
-	if _, err := app.NewRemote(fake.New(), opts, app.RemoteAccess{}); !errors.Is(err, oauth.ErrInvalidConfig) {
+	nobody := access
+	nobody.AllowedSubjects = nil
+	if _, err := app.NewRemote(eng, opts, nobody); !errors.Is(err, oauth.ErrInvalidConfig) {
 		t.Errorf("no allowed principal: %v, want oauth.ErrInvalidConfig", err)
 	}
-	bad := opts
-	bad.Authorization.PublicURL = "https://mcp.example.test/team/agent/mcp/"
-	if _, err := app.NewRemote(fake.New(), bad, access); !errors.Is(err, httpremote.ErrPublicURL) {
+	bad := access
+	bad.PublicURL = "https://mcp.example.test/team/agent/mcp/"
+	if _, err := app.NewRemote(eng, opts, bad); !errors.Is(err, httpremote.ErrPublicURL) {
 		t.Errorf("trailing slash: %v, want httpremote.ErrPublicURL", err)
 	}
-	bad = opts
-	bad.Authorization.Issuer = "http://issuer.example.test"
-	if _, err := app.NewRemote(fake.New(), bad, access); err == nil {
+	bad = access
+	bad.Issuer = "http://issuer.example.test"
+	if _, err := app.NewRemote(eng, opts, bad); err == nil {
 		t.Error("an http issuer was accepted")
 	}
-	bad = opts
-	bad.Authorization.Verifier = fakeRemoteVerifier{}
-	if _, err := app.NewRemote(fake.New(), bad, access); !errors.Is(err, app.ErrVerifierGiven) {
+	given := opts
+	given.Authorization.Verifier = fakeRemoteVerifier{}
+	if _, err := app.NewRemote(eng, given, access); !errors.Is(err, app.ErrVerifierGiven) {
 		t.Errorf("a given verifier: %v, want ErrVerifierGiven", err)
 	}
 }
@@ -156,9 +178,9 @@ func (fakeRemoteVerifier) Describe() ports.VerifierDescription          { return
 func TestRemoteWithRealVerifier(t *testing.T) {
 	iss := newTestIssuer(t)
 	audit := &recordingAudit{}
-	host, err := app.NewRemote(fake.New(), remoteOptions(iss.srv.URL, audit), app.RemoteAccess{
-		AllowedSubjects: []string{"alice"}, HTTPClient: iss.srv.Client(),
-	})
+	access := remoteAccess(iss.srv.URL)
+	access.HTTPClient = iss.srv.Client()
+	host, err := app.NewRemote(newEngine(t), remoteOptions(audit), access)
 	if err != nil {
 		t.Fatal(err)
 	}

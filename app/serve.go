@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
 )
@@ -45,15 +46,43 @@ func (f *serveFlags) instructions() string {
 		"Paths are relative to the workspace root."
 }
 
-// openSession opens the reference workspace session over --root, logging
-// the failure.
-func (f *serveFlags) openSession(logger *slog.Logger) (*workspace.Session, bool) {
+// served is what every serve command serves: the reference session and the
+// one engine its carrier takes.
+type served struct {
+	session *workspace.Session
+	eng     *engine.Engine
+	logger  *slog.Logger
+}
+
+// open opens the reference workspace session over --root and builds the
+// engine from the common flags, logging a failure.
+func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 	s, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
 	}
-	return s, true
+	eng, err := engine.New(s, engine.Options{
+		Name: "agentmcp", Version: Version, Logger: logger,
+		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
+	})
+	if err != nil {
+		s.Close()
+		logger.Error("cannot build the engine", "err", err)
+		return nil, false
+	}
+	return &served{session: s, eng: eng, logger: logger}, true
+}
+
+// close shuts the engine down (after the carrier has stopped: what is left
+// are calls parked in input-required rounds) and closes the session.
+func (s *served) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	if err := s.eng.Shutdown(ctx); err != nil {
+		s.logger.Warn("engine shutdown did not finish cleanly", "err", err)
+	}
+	s.session.Close()
 }
 
 // newLogger logs text records to stderr: stdout is the carrier's (stdio) or

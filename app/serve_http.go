@@ -56,15 +56,12 @@ read it from the token file, which is removed at exit. Every request needs
 func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, tokenPath string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	logger := newLogger(stderr)
-	session, ok := common.openSession(logger)
+	srv, ok := common.open(logger)
 	if !ok {
 		return 1
 	}
-	defer session.Close()
-	host, err := httploopback.New(httploopback.Options{
-		Name: "agentmcp", Version: Version, Session: session, Port: port, Logger: logger,
-		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
-	})
+	defer srv.close()
+	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)
 		return 1

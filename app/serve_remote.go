@@ -96,20 +96,20 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
 	}
 	logger := newLogger(inv.stderr)
-	session, ok := common.openSession(logger)
+	srv, ok := common.open(logger)
 	if !ok {
 		return 1
 	}
-	defer session.Close()
-	host, err := NewRemote(session, httpremote.Options{
-		Name: "agentmcp", Version: Version, Logger: logger,
+	defer srv.close()
+	host, err := NewRemote(srv.eng, httpremote.Options{
 		Host: bind.Addr().String(), Port: int(bind.Port()),
-		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
 		Authorization: httpremote.Authorization{
-			PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,
 			TrustedProxies: f.proxies, Audit: newAuditWriter(inv.stderr),
 		},
-	}, RemoteAccess{AllowedSubjects: f.subjects, AllowedClients: f.clients})
+	}, RemoteAccess{
+		PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,
+		AllowedSubjects: f.subjects, AllowedClients: f.clients,
+	})
 	if err != nil {
 		logger.Error("cannot serve remote", "err", err)
 		return 1
@@ -124,7 +124,7 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return 1
 	}
 	fmt.Fprintln(inv.stdout, addr.String())
-	logger.Info("serving MCP to remote f.clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
+	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 
 	return serveUntilDone(ctx, host, logger)
 }

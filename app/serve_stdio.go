@@ -29,15 +29,12 @@ SIGTERM ends it with status 0; a closed stdout ends it with status 1.`,
 
 func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 	logger := newLogger(inv.stderr)
-	session, ok := common.openSession(logger)
+	srv, ok := common.open(logger)
 	if !ok {
 		return 1
 	}
-	defer session.Close()
-	t, err := NewStdio(session, stdio.Options{
-		Name: "agentmcp", Version: Version, Stdin: inv.stdin, Stdout: inv.stdout, Logger: logger,
-		SubmitTool: common.submitTool(), AskClient: *common.askClient, Instructions: common.instructions(),
-	})
+	defer srv.close()
+	t, err := stdio.New(srv.eng, stdio.Options{Stdin: inv.stdin, Stdout: inv.stdout})
 	if err != nil {
 		logger.Error("cannot serve stdio", "err", err)
 		return 1

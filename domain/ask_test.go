@@ -143,9 +143,9 @@ func TestRounds(t *testing.T) {
 	}
 	d, _ := domain.ArgumentsDigest(json.RawMessage(`{}`))
 	bind := domain.RoundBinding{Principal: "alice", Tool: "write_file", ArgsDigest: d}
-	tok, exp, err := rounds.Park(bind, now, 1)
-	if err != nil || len(tok) != 43 || !exp.Equal(now.Add(30*time.Minute)) {
-		t.Fatalf("Park = %q %v %v", tok, exp, err)
+	tok, evicted, err := rounds.Park(bind, now, 1)
+	if err != nil || len(tok) != 43 || evicted != nil {
+		t.Fatalf("Park = %q %v %v", tok, evicted, err)
 	}
 	for _, other := range []domain.RoundBinding{
 		{Principal: "mallory", Tool: "write_file", ArgsDigest: d},
@@ -174,13 +174,38 @@ func TestRounds(t *testing.T) {
 		t.Errorf("Expire = %v, want [2]", got)
 	}
 
+	var tokens []string
+	for i := range domain.MaxRoundsPerPrincipal {
+		tok, evicted, err := rounds.Park(bind, now, i)
+		if err != nil || evicted != nil {
+			t.Fatalf("Park #%d: %v, evicted %v", i, err, evicted)
+		}
+		tokens = append(tokens, tok)
+	}
+	// At a principal's bound its oldest round makes room; another
+	// principal's rounds are never touched.
+	other := bind
+	other.Principal = "bob"
+	bobTok, _, _ := rounds.Park(other, now, 50)
+	tok5, evicted, err := rounds.Park(bind, now, 99)
+	if err != nil || len(evicted) != 1 || evicted[0] != 0 {
+		t.Errorf("5th round of one principal = %v, evicted %v; want its oldest (0) evicted", err, evicted)
+	}
+	if _, err := rounds.Take(tokens[0], bind, now); !errors.Is(err, domain.ErrUnknownRound) {
+		t.Errorf("the evicted round still resumes: %v", err)
+	}
+	for _, tk := range append(tokens[1:], tok5) {
+		if _, err := rounds.Take(tk, bind, now); err != nil {
+			t.Errorf("a newer round of the principal was lost: %v", err)
+		}
+	}
+	if v, err := rounds.Take(bobTok, other, now); err != nil || v != 50 {
+		t.Errorf("another principal's round was touched: %v %v", v, err)
+	}
 	for i := range domain.MaxRoundsPerPrincipal {
 		if _, _, err := rounds.Park(bind, now, i); err != nil {
 			t.Fatalf("Park #%d: %v", i, err)
 		}
-	}
-	if _, _, err := rounds.Park(bind, now, 99); !errors.Is(err, domain.ErrRoundsFull) {
-		t.Errorf("5th round of one principal = %v, want ErrRoundsFull", err)
 	}
 	for i := domain.MaxRoundsPerPrincipal; i < domain.MaxRoundsPerHost; i++ {
 		b := bind
@@ -189,8 +214,11 @@ func TestRounds(t *testing.T) {
 			t.Fatalf("Park #%d: %v", i, err)
 		}
 	}
-	if _, _, err := rounds.Park(domain.RoundBinding{Principal: "new"}, now, 0); !errors.Is(err, domain.ErrRoundsFull) {
-		t.Errorf("65th round = %v, want ErrRoundsFull", err)
+	if _, ev, err := rounds.Park(domain.RoundBinding{Principal: "new"}, now, 0); !errors.Is(err, domain.ErrRoundsFull) || ev != nil {
+		t.Errorf("65th round = %v (evicted %v), want ErrRoundsFull", err, ev)
+	}
+	if _, ev, err := rounds.Park(bind, now, 7); err != nil || len(ev) != 1 {
+		t.Errorf("a principal at its bound on a full host = %v (evicted %v), want its oldest evicted to make room", err, ev)
 	}
 	if _, _, err := domain.NewRounds[int](0, bytes.NewReader(nil)).Park(bind, now, 0); err == nil {
 		t.Error("Park with a failing random source succeeded")

@@ -33,8 +33,8 @@ const (
 )
 
 var (
-	// ErrRoundsFull: the host or the principal has as many parked rounds as
-	// allowed; the new prompt settles closed at once.
+	// ErrRoundsFull: the host has as many parked rounds as allowed; the new
+	// prompt settles closed at once.
 	ErrRoundsFull = errors.New("too many parked rounds")
 	// ErrUnknownRound covers every requestState that cannot resume a round:
 	// unknown, used, expired, minted elsewhere, or bound to another
@@ -50,14 +50,16 @@ type Rounds[T any] struct {
 	lifetime time.Duration
 	random   io.Reader
 
-	mu      sync.Mutex // guards byHash and perUser
+	mu      sync.Mutex // guards the fields below
 	byHash  map[[32]byte]*round[T]
 	perUser map[string]int
+	seq     uint64 // parks so far: orders the rounds, oldest first
 }
 
 type round[T any] struct {
 	binding RoundBinding
 	expires time.Time
+	seq     uint64
 	value   T
 }
 
@@ -74,23 +76,38 @@ func NewRounds[T any](lifetime time.Duration, random io.Reader) *Rounds[T] {
 func (s *Rounds[T]) Lifetime() time.Duration { return s.lifetime }
 
 // Park stores value under a fresh token bound to b, valid until now plus the
-// lifetime. It fails with ErrRoundsFull beyond 64 rounds or 4 for b's
-// principal, or when the random source fails.
-func (s *Rounds[T]) Park(b RoundBinding, now time.Time, value T) (token string, expires time.Time, err error) {
+// lifetime. When b's principal already has 4 rounds, its oldest is removed
+// to make room and returned as evicted (the caller settles it closed): a
+// principal only ever evicts its own (docs/SPEC.md §6). It fails with
+// ErrRoundsFull when the host has 64 rounds (after that eviction, if any:
+// a principal at its own bound always makes room), or when the random
+// source fails; a failure evicts nothing.
+func (s *Rounds[T]) Park(b RoundBinding, now time.Time, value T) (token string, evicted []T, err error) {
 	var raw [32]byte
 	if _, err := io.ReadFull(s.random, raw[:]); err != nil {
-		return "", time.Time{}, err
+		return "", nil, err
 	}
 	token = base64.RawURLEncoding.EncodeToString(raw[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.byHash) >= MaxRoundsPerHost || s.perUser[b.Principal] >= MaxRoundsPerPrincipal {
-		return "", time.Time{}, ErrRoundsFull
+	if s.perUser[b.Principal] >= MaxRoundsPerPrincipal {
+		var oldest *round[T]
+		var oldestHash [32]byte
+		for h, r := range s.byHash {
+			if r.binding.Principal == b.Principal && (oldest == nil || r.seq < oldest.seq) {
+				oldest, oldestHash = r, h
+			}
+		}
+		s.remove(oldestHash, oldest)
+		evicted = append(evicted, oldest.value)
 	}
-	expires = now.Add(s.lifetime)
-	s.byHash[sha256.Sum256([]byte(token))] = &round[T]{binding: b, expires: expires, value: value}
+	if len(s.byHash) >= MaxRoundsPerHost {
+		return "", nil, ErrRoundsFull
+	}
+	s.seq++
+	s.byHash[sha256.Sum256([]byte(token))] = &round[T]{binding: b, expires: now.Add(s.lifetime), seq: s.seq, value: value}
 	s.perUser[b.Principal]++
-	return token, expires, nil
+	return token, evicted, nil
 }
 
 // Take resumes the round of token: it checks the binding and the expiry and,

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,37 +14,6 @@ import (
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 )
-
-// client is a test's end of an engine Stream.
-type client struct {
-	t   *testing.T
-	s   *engine.Stream
-	out chan []byte
-}
-
-func newClient(t *testing.T, e *engine.Engine) *client {
-	c := &client{t: t, out: make(chan []byte, 256)}
-	c.s = e.NewStream(func(b []byte) error { c.out <- append([]byte(nil), b...); return nil }, engine.StreamOptions{})
-	return c
-}
-
-func (c *client) send(line string) { c.s.Handle([]byte(line)) }
-
-// recv returns the next message the engine wrote, decoded.
-func (c *client) recv() map[string]any {
-	c.t.Helper()
-	select {
-	case b := <-c.out:
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			c.t.Fatalf("not JSON: %s", b)
-		}
-		return m
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("no message from the engine")
-		return nil
-	}
-}
 
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
 const modernNoElicit = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -106,7 +76,7 @@ func askEngine(t *testing.T, opts engine.Options) (*engine.Engine, *fake.Session
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Shutdown)
+	t.Cleanup(func() { shutdown(t, e) })
 	return e, s
 }
 
@@ -289,24 +259,44 @@ func TestShutdownSettlesParkedRounds(t *testing.T) {
 			c.send(writeCall(string(rune('1'+i)), ""))
 			state(t, c.recv())
 		}
-		e.Shutdown()
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait() // every parked call finished: no goroutine is left blocked
 	})
 }
 
 func TestRoundBounds(t *testing.T) {
-	e, _ := askEngine(t, engine.Options{})
+	e, s := askEngine(t, engine.Options{})
+	ended := s.Ended()
 	c := newClient(t, e)
+	var states []string
 	for i := range 4 {
 		c.send(writeCall(string(rune('1'+i)), ""))
+		states = append(states, state(t, c.recv()))
+	}
+	// A 5th parked round for the same principal makes room by ending that
+	// principal's oldest (docs/SPEC.md §6): its call ends (the session sees
+	// it return) and its requestState resumes nothing.
+	c.send(writeCall("9", ""))
+	fifth := state(t, c.recv())
+	waitCalls(t, ended, "write", 1)
+	c.send(writeCall("10", allow(states[0])))
+	if m := c.recv(); errorCode(m) != -32602 {
+		t.Errorf("retry of the evicted round: %v, want -32602", m)
+	}
+	for i, st := range append(states[1:], fifth) {
+		c.send(writeCall(strconv.Itoa(20+i), allow(st)))
+		if got := envelopeOf(t, c.recv()); got != `{"success":true,"toolName":"write"}` {
+			t.Errorf("round %d after the eviction: %s, want it resumed", i+2, got)
+		}
+	}
+	// Other principals share the host bound of 64; one principal can only
+	// evict its own, so at the host bound a new prompt settles closed.
+	for range 4 {
+		c.send(writeCall("1", ""))
 		state(t, c.recv())
 	}
-	// A 5th parked round for the same principal: the prompt settles closed.
-	c.send(writeCall("9", ""))
-	if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
-		t.Errorf("5th round: %s, want the prompt settled closed", got)
-	}
-	// Other principals share the host bound of 64.
 	parked := 4
 	for range 15 {
 		o := newClient(t, e)
@@ -320,6 +310,11 @@ func TestRoundBounds(t *testing.T) {
 	}
 	if parked != 64 {
 		t.Errorf("parked %d rounds, want the host bound 64", parked)
+	}
+	o := newClient(t, e)
+	o.send(writeCall("1", ""))
+	if got := envelopeOf(t, o.recv()); !strings.Contains(got, "Permission denied") {
+		t.Errorf("a new principal at the host bound: %s, want the prompt settled closed", got)
 	}
 }
 
@@ -453,10 +448,8 @@ func TestStopSettlesAPendingElicitation(t *testing.T) {
 	c := legacyClient(t, e, "2025-11-25", `{"elicitation":{}}`)
 	c.send(legacyWrite)
 	c.recv()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.s.Stop(ctx); err != nil {
-		t.Fatalf("Stop: %v", err)
+	if err := c.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 	if m := c.recv(); m["method"] != "notifications/cancelled" {
 		t.Errorf("at Stop: %v", m)
@@ -502,7 +495,7 @@ func TestAbandonedPromptFreesItsRound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer e.Shutdown()
+		defer shutdown(t, e)
 		c := newClient(t, e)
 		for i := range 4 {
 			c.send(writeCall(string(rune('1'+i)), ""))

@@ -3,25 +3,29 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"strconv"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
+// elicitFunc sends a form to the client and returns its ElicitResult, or
+// nil when it could not be answered.
+type elicitFunc func(ctx context.Context, f domain.Form) json.RawMessage
+
 // callCaller is the ports.Caller of one request outside input-required
-// rounds. Prompts go to the client through elicit (a legacy stdio client
-// that can answer forms) or settle closed at once (docs/SPEC.md §6); progress goes out as
-// notifications/progress when the request carried a progressToken, only
-// while the call is in flight and only when it increases (MCP: progress MUST
-// increase with each notification).
+// rounds. Prompts go to the client through elicit (a legacy stream client
+// that can answer forms) or settle closed at once (docs/SPEC.md §6);
+// progress goes out as notifications/progress when the request carried a
+// progressToken, only while the call is in flight and only when it
+// increases (MCP: progress MUST increase with each notification).
 type callCaller struct {
-	token  json.RawMessage // nil: the client asked for no progress
+	token  []byte // nil: the client asked for no progress
 	notify func(msg []byte)
 	who    ports.Principal
-	// elicit sends a form to the client and returns its ElicitResult, or nil
-	// when it could not be answered; nil means prompts settle closed.
-	elicit func(ctx context.Context, f domain.Form) json.RawMessage
+	elicit elicitFunc // nil: prompts settle closed
 
 	mu   sync.Mutex // guards done, sent, last; held while a notification is written
 	done bool
@@ -31,16 +35,16 @@ type callCaller struct {
 
 var _ ports.Caller = (*callCaller)(nil)
 
-func newCallCaller(meta map[string]json.RawMessage, notify func([]byte), who ports.Principal) *callCaller {
-	c := &callCaller{notify: notify, who: who}
-	if tok, ok := meta[metaProgressToken]; ok && notify != nil && validProgressToken(tok) {
+func newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
+	c := &callCaller{notify: p.notify, who: p.principal, elicit: elicit}
+	if tok, ok := in.metaValue(metaProgressToken); ok && p.notify != nil && validProgressToken(tok) {
 		c.token = tok
 	}
 	return c
 }
 
 // validProgressToken: MCP's ProgressToken is a string or an integer.
-func validProgressToken(tok json.RawMessage) bool {
+func validProgressToken(tok []byte) bool {
 	_, ok := parseID(tok)
 	return ok
 }
@@ -62,30 +66,10 @@ func (c *callCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 
 func (c *callCaller) Principal() ports.Principal { return c.who }
 
-// principalKey encodes a principal unambiguously (a JSON array of issuer,
-// subject and client) for binding rounds; it stays in memory.
-func principalKey(p ports.Principal) string {
-	b, _ := json.Marshal([3]string{p.Issuer, p.Subject, p.Client})
-	return string(b)
-}
-
 func (c *callCaller) isDone() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.done
-}
-
-type progressParams struct {
-	ProgressToken json.RawMessage `json:"progressToken"`
-	Progress      float64         `json:"progress"`
-	Total         float64         `json:"total,omitempty"`
-	Message       string          `json:"message,omitempty"`
-}
-
-type notification struct {
-	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
 }
 
 func (c *callCaller) Progress(ctx context.Context, progress, total float64, message string) {
@@ -97,16 +81,42 @@ func (c *callCaller) Progress(ctx context.Context, progress, total float64, mess
 	if c.done || (c.sent && progress <= c.last) {
 		return
 	}
-	if total < 0 {
-		total = 0
-	}
-	b, err := domain.MarshalJSON(notification{JSONRPC: "2.0", Method: "notifications/progress",
-		Params: progressParams{ProgressToken: c.token, Progress: progress, Total: total, Message: message}})
-	if err != nil {
-		return
+	if math.IsNaN(progress) || math.IsInf(progress, 0) || math.IsNaN(total) || math.IsInf(total, 0) {
+		return // not JSON numbers
 	}
 	c.sent, c.last = true, progress
-	c.notify(b)
+	c.notify(progressNotification(c.token, progress, total, message))
+}
+
+// progressNotification encodes notifications/progress; total ≤ 0 (unknown)
+// and an empty message are left out.
+func progressNotification(token []byte, progress, total float64, message string) []byte {
+	b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
+	b = appendFloat(append(b, `,"progress":`...), progress)
+	if total > 0 {
+		b = appendFloat(append(b, `,"total":`...), total)
+	}
+	if message != "" {
+		b = appendString(append(b, `,"message":`...), message)
+	}
+	return append(b, "}}"...)
+}
+
+// appendFloat appends a finite f as encoding/json writes a float64.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 → e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // finish ends the call for the Caller: no progress after it returns, so
@@ -115,4 +125,56 @@ func (c *callCaller) finish() {
 	c.mu.Lock()
 	c.done = true
 	c.mu.Unlock()
+}
+
+// principalKey encodes a principal unambiguously (a JSON array of issuer,
+// subject and client) for binding rounds; it stays in memory.
+func principalKey(p ports.Principal) string {
+	if p == (ports.Principal{}) {
+		return ""
+	}
+	b, _ := json.Marshal([3]string{p.Issuer, p.Subject, p.Client})
+	return string(b)
+}
+
+// decide maps a raw ElicitResult (nil: settled closed) to a decision.
+func decide(raw json.RawMessage) domain.Decision {
+	if raw == nil {
+		return domain.Deny
+	}
+	r, ok := domain.ParseElicitResult(raw)
+	if !ok {
+		return domain.Deny
+	}
+	return domain.PermissionDecision(r)
+}
+
+func answerOf(p domain.AskPrompt, raw json.RawMessage) domain.Answer {
+	if raw == nil {
+		return domain.Answer{}
+	}
+	r, ok := domain.ParseElicitResult(raw)
+	if !ok {
+		return domain.Answer{}
+	}
+	return domain.AskAnswer(p, r)
+}
+
+// declaresFormElicitation reports whether capabilities (a ClientCapabilities
+// object) declare form-mode elicitation: "elicitation":{} or
+// "elicitation":{"form":{}} (an elicitation object naming only url does not).
+func declaresFormElicitation(caps []byte) bool {
+	if !isObject(caps) {
+		return false
+	}
+	el, ok := lookup(mustMembers(caps), "elicitation")
+	if !ok || !isObject(el) {
+		return false
+	}
+	ms := mustMembers(el)
+	if len(ms) == 0 {
+		return true
+	}
+	_, form := lookup(ms, "form")
+	return form
 }

@@ -1,6 +1,6 @@
-// Package engine is agentmcp's hand-written JSON-RPC 2.0 + MCP engine, shared
-// by every carrier. A carrier frames bytes and decides who may talk; it hands
-// each decoded frame to the engine and writes back what the engine returns.
+// Package engine is agentmcp's hand-written JSON-RPC 2.0 + MCP engine. It is
+// built once, by the composition root, and every carrier serves it: a carrier
+// frames bytes and decides who may talk; the engine does everything else.
 //
 // The engine serves both protocol eras (docs/SPEC.md §4): the initialize-era
 // revisions 2024-11-05 … 2025-11-25 ("legacy") and the stateless 2026-07-28
@@ -8,9 +8,21 @@
 // capability: tools/list (the session's runtime tools, then the submission
 // tool) and tools/call (docs/SPEC.md §2–§3). Every other method is -32601.
 //
-// Two entry points exist: [Engine.NewStream] for a long-lived bidirectional
-// stream (stdio, a Unix socket) and [Engine.Exchange] for one stateless
-// request (an HTTP POST).
+// Two entry points, one pipeline behind them (decode, era, validation,
+// dispatch, encode — each written once, in handle.go):
+//
+//   - [Engine.ServeConn] serves one long-lived newline-delimited stream
+//     (stdio, a Unix-socket connection): one client, one legacy negotiation,
+//     one in-flight id space, server-to-client requests (legacy
+//     elicitation) and notifications/cancelled.
+//   - [Engine.Exchange] serves one stateless request body (a Streamable HTTP
+//     POST) and returns an [Outcome] kind that the HTTP framing maps to a
+//     status.
+//
+// The files follow the concerns: scan.go and codec.go (JSON text in and
+// out), handle.go (the pipeline and the methods), conn.go (connections),
+// exchange.go (stateless exchanges), caller.go (the Caller a session gets),
+// rounds.go (input-required rounds).
 package engine
 
 import (
@@ -28,10 +40,11 @@ import (
 // Options configures an Engine. The zero value of each field means its
 // default.
 type Options struct {
-	// Name and Version are the serverInfo the engine reports.
+	// Name and Version are the serverInfo the engine reports; defaults
+	// "agentmcp" and "0.0.0".
 	Name, Version string
-	// SubmitTool names the submission tool; zero means agent_submit with its
-	// default description.
+	// SubmitTool names, describes and annotates the submission tool; zero
+	// means agent_submit with its defaults (docs/SPEC.md §2).
 	SubmitTool domain.SubmitTool
 	// Instructions, when set, is the instructions member of the initialize
 	// and server/discover results (docs/SPEC.md §2): text a client may hand
@@ -41,58 +54,60 @@ type Options struct {
 	// zero means 60 s, negative means 0.
 	ListTTL time.Duration
 	// AskClient lets prompts raised by a client's own call reach that client
-	// (docs/SPEC.md §6). Off by default: every prompt settles closed.
+	// (docs/SPEC.md §6). Off by default: every prompt settles closed. Turn
+	// it on only when you trust whoever can reach the carriers serving this
+	// engine to approve the session's tool calls.
 	AskClient bool
-	// RoundLifetime bounds a parked input-required round; zero means 30 min.
+	// RoundLifetime bounds a parked input-required round and a legacy
+	// elicitation's wait; zero means 30 min, the most allowed.
 	RoundLifetime time.Duration
-	// Logger receives operational logs (never tokens, arguments or answers);
-	// nil discards.
+	// Logger receives operational logs (never tokens, arguments or
+	// answers); nil discards. Carriers built on this engine log to it too
+	// unless given their own.
 	Logger *slog.Logger
 }
 
-// Engine serves one Session. It is safe for concurrent use by any number of
-// streams and exchanges.
+// Engine serves one Session to any number of carriers. It is safe for
+// concurrent use.
 type Engine struct {
 	session ports.Session
 	submit  domain.SubmitTool
-	info    serverInfo
-	instr   string
 	ttlMs   int64
 	logger  *slog.Logger
-
-	// stopping is closed by Shutdown; from then on new calls get the
-	// shutting-down tool error.
-	stopOnce sync.Once
-	stopping chan struct{}
+	// serverInfo and the modern _meta, encoded once.
+	infoJSON, metaJSON []byte
+	instructions       string
 
 	// validated is the last catalog that passed validation, reused while the
-	// session reports the same tools (docs/SPEC.md §2 allows caching the result while
-	// the catalog is unchanged; comparing is far cheaper than validating).
+	// session reports the same tools (docs/SPEC.md §2 allows caching the
+	// result while the catalog is unchanged; comparing is far cheaper than
+	// validating).
 	validated atomic.Pointer[domain.Catalog]
 
-	// base is the context parked calls run on (not a request's, which ends
-	// with the first answer); Shutdown cancels it.
+	// base is the parent of every call's context; Shutdown cancels it with
+	// cause ErrShuttingDown, which ends every call on every carrier.
 	base       context.Context
 	cancelBase context.CancelCauseFunc
+	// calls counts the goroutines the engine runs: connections' requests,
+	// batch elements and calls parked under rounds. Shutdown waits for
+	// them; once stopped is set (under mu) no new one starts.
+	calls   sync.WaitGroup
+	mu      sync.Mutex
+	stopped bool
+
 	// rounds holds parked input-required rounds; nil while AskClient is off.
-	rounds *domain.Rounds[*parked]
-	// roundLifetime bounds a legacy elicitation's wait as well.
+	rounds        *roundStore
 	roundLifetime time.Duration
-	// parkedCalls counts the goroutines of calls running under rounds.
-	parkedCalls sync.WaitGroup
 }
 
-type serverInfo struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
-
-// ErrShuttingDown is the cause of contexts the engine cancels on Shutdown.
+// ErrShuttingDown is the cause of the contexts the engine cancels on
+// Shutdown; a carrier that stops may cancel its requests with it too, so a
+// tools/call answers "server is shutting down" (docs/SPEC.md §3 "Ending").
 var ErrShuttingDown = errors.New("server is shutting down")
 
-// New returns an engine serving session. It fails when the submission tool's
-// name breaks the MCP tool-name rule ([domain.ErrInvalidSubmitName]) or
-// session is nil.
+// New returns an engine serving session. It fails when session is nil or
+// the submission tool's name breaks the MCP tool-name rule
+// ([domain.ErrInvalidSubmitName]).
 func New(session ports.Session, opts Options) (*Engine, error) {
 	if session == nil {
 		return nil, errors.New("engine: nil session")
@@ -112,71 +127,89 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	name := opts.Name
+	name, version := opts.Name, opts.Version
 	if name == "" {
 		name = "agentmcp"
 	}
-	version := opts.Version
 	if version == "" {
 		version = "0.0.0"
 	}
+	info := appendString(append(appendString([]byte(`{"name":`), name), `,"version":`...), version)
+	info = append(info, '}')
 	e := &Engine{
-		session:  session,
-		submit:   submit,
-		info:     serverInfo{Name: name, Version: version},
-		instr:    opts.Instructions,
-		ttlMs:    ttl.Milliseconds(),
-		logger:   logger,
-		stopping: make(chan struct{}),
+		session:      session,
+		submit:       submit,
+		ttlMs:        ttl.Milliseconds(),
+		logger:       logger,
+		infoJSON:     info,
+		metaJSON:     append(append([]byte(`{"`+metaServerInfo+`":`), info...), '}'),
+		instructions: opts.Instructions,
 	}
 	e.base, e.cancelBase = context.WithCancelCause(context.Background())
 	if opts.AskClient {
-		e.rounds = newRounds(opts.RoundLifetime)
-		e.roundLifetime = e.rounds.Lifetime()
+		e.rounds = newRoundStore(opts.RoundLifetime)
+		e.roundLifetime = e.rounds.lifetime()
 	}
 	return e, nil
 }
 
-// Validate reads the session's catalog and validates it (docs/SPEC.md §2). Carriers
-// call it at start, before any client connects or any port is bound; its
-// error (a *domain.CatalogError or the session's) fails start-up.
+// Logger is the engine's logger (never nil), for carriers built on it.
+func (e *Engine) Logger() *slog.Logger { return e.logger }
+
+// Validate reads the session's catalog and validates it (docs/SPEC.md §2).
+// Carriers call it at start, before any client connects or any port is
+// bound; its error (a *domain.CatalogError or the session's) fails start-up.
 func (e *Engine) Validate(ctx context.Context) error {
 	_, err := e.catalog(ctx)
 	return err
 }
 
-// Shutdown makes every later call answer "server is shutting down", cancels
-// the calls parked in input-required rounds and settles their prompts
-// closed. Calls in flight are cancelled by their carriers (streams:
-// [Stream.Stop]; HTTP: the request context, with cause ErrShuttingDown).
-func (e *Engine) Shutdown() {
-	e.stopOnce.Do(func() {
-		close(e.stopping)
+// Shutdown ends everything the engine serves: from now on every call is
+// answered "server is shutting down" (a tools/call as that tool error,
+// anything else -32603); the calls in flight on every carrier are cancelled
+// with cause [ErrShuttingDown] (where the carrier can still write, a
+// tools/call answers "server is shutting down"); [Engine.ServeConn] calls
+// stop serving and return; parked input-required rounds settle closed. It
+// then waits until every goroutine the engine started has returned, or ctx
+// ends (returning ctx's error; the calls keep being cancelled). Safe to
+// repeat and to call concurrently.
+//
+// Carriers own their listeners and connections: stop them first (their Stop
+// answers what they can still write), then shut the engine down.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	first := !e.stopped
+	e.stopped = true
+	e.mu.Unlock()
+	if first {
 		e.cancelBase(ErrShuttingDown)
 		if e.rounds != nil {
-			for _, p := range e.rounds.Drain() {
-				p.call.abandon()
+			for _, p := range e.rounds.drain() {
+				p.call.end(ErrShuttingDown)
 			}
 		}
-	})
+	}
+	return waitGroup(ctx, &e.calls)
 }
 
-// Wait blocks until every call the engine runs on goroutines of its own
-// (calls under input-required rounds) has returned, or ctx ends, then
-// returns ctx's error. Call it after Shutdown, which makes them end.
-func (e *Engine) Wait(ctx context.Context) error { return waitGroup(ctx, &e.parkedCalls) }
-
-// AskClient reports whether prompts may reach clients.
-func (e *Engine) AskClient() bool { return e.rounds != nil }
-
-func (e *Engine) isStopping() bool {
-	select {
-	case <-e.stopping:
-		return true
-	default:
+// goCall runs f on a goroutine Shutdown waits for, unless the engine has
+// stopped (then it reports false and f does not run).
+func (e *Engine) goCall(f func()) bool {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
 		return false
 	}
+	e.calls.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.calls.Done()
+		f()
+	}()
+	return true
 }
+
+func (e *Engine) isStopping() bool { return e.base.Err() != nil }
 
 // catalog reads and validates the session's catalog. It runs on every
 // tools/list and tools/call because a session's catalog may change.
@@ -194,4 +227,16 @@ func (e *Engine) catalog(ctx context.Context) (*domain.Catalog, error) {
 	}
 	e.validated.Store(c)
 	return c, nil
+}
+
+// waitGroup waits for wg until ctx ends.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

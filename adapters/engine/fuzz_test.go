@@ -29,12 +29,12 @@ func (s boundedSession) InvokeTool(ctx context.Context, name string, args json.R
 	return s.Session.InvokeTool(ctx, name, args, c)
 }
 
-// FuzzDecode feeds arbitrary bytes to a stream, one frame per line (so a
-// sequence can initialize, then send a batch, then cancel). Handle must never
-// panic or block; every write must be exactly one compact JSON-RPC message or
-// batch answer; every id (and progressToken) written must be one the input
-// carried, byte for byte; and once Stop has returned (it must, promptly)
-// nothing more is written.
+// FuzzDecode feeds arbitrary bytes to a stream (so a sequence can
+// initialize, then send a batch, then cancel), then ends the input.
+// ServeConn must never panic or hang; every write must be exactly one
+// compact JSON-RPC message or batch answer; every id (and progressToken)
+// written must be one the input carried, byte for byte; and once ServeConn
+// has returned nothing more is written.
 func FuzzDecode(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
@@ -45,47 +45,53 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		stopped := false
-		send := func(b []byte) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if stopped {
-				t.Errorf("write after Stop returned: %s", b)
-			}
-			if err := transcript.CheckServerFrame(b); err != nil {
-				t.Errorf("bad frame (%v): %q", err, b)
-				return nil
-			}
-			for _, id := range writtenIDs(b) {
-				if !bytes.Contains(data, id) {
-					t.Errorf("id %s is not in the input byte for byte: %s", id, b)
-				}
-			}
-			return nil
-		}
-		s := eng.NewStream(send, engine.StreamOptions{})
-		handled := make(chan struct{})
+		w := &checkingWriter{t: t, input: data}
+		served := make(chan error, 1)
 		go func() {
-			defer close(handled)
-			for line := range bytes.SplitSeq(data, []byte("\n")) {
-				s.Handle(line)
-			}
+			// A slow call left when the input ends is cancelled at once.
+			served <- eng.ServeConn(context.Background(), bytes.NewReader(data), w, engine.ConnOptions{DrainTimeout: time.Millisecond})
 		}()
 		select {
-		case <-handled:
+		case <-served:
 		case <-time.After(10 * time.Second):
-			t.Fatal("Handle blocked")
+			t.Fatal("ServeConn did not return")
 		}
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := s.Stop(ctx); err != nil {
-			t.Fatalf("Stop: %v (calls still running)", err)
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown: %v (calls still running)", err)
 		}
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
 	})
+}
+
+// checkingWriter checks every frame the engine writes.
+type checkingWriter struct {
+	t      *testing.T
+	input  []byte
+	mu     sync.Mutex
+	closed bool
+}
+
+func (w *checkingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := bytes.TrimSuffix(p, []byte("\n"))
+	if w.closed {
+		w.t.Errorf("write after ServeConn returned: %s", b)
+	}
+	if err := transcript.CheckServerFrame(b); err != nil {
+		w.t.Errorf("bad frame (%v): %q", err, b)
+		return len(p), nil
+	}
+	for _, id := range writtenIDs(b) {
+		if !bytes.Contains(w.input, id) {
+			w.t.Errorf("id %s is not in the input byte for byte: %s", id, b)
+		}
+	}
+	return len(p), nil
 }
 
 // writtenIDs returns the ids (raw) of the messages in a frame, and the

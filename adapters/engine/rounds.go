@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -14,37 +13,77 @@ import (
 
 // Input-required rounds (docs/SPEC.md §6; MCP 2026-07-28 "Multi round-trip
 // requests"). With AskClient on, a modern tools/call from a client that
-// declared form elicitation runs in its own goroutine on the engine's base
-// context. The request waits for one of two things: the call finishes (the
-// answer is complete) or the call raises a prompt through its Caller (the
-// round is parked under a fresh single-use requestState and the answer is
-// input_required, while the call stays blocked inside the prompt). The retry
-// resumes the parked round, hands the answer to the blocked prompt and waits
-// again. Expiry, Stop, a cancelled retry or (stdio) a cancellation naming the
-// chain's latest id abandon the call: its prompts settle closed, so it always
-// finishes and its goroutine always ends.
+// declared form elicitation runs in its own goroutine, on a context of its
+// own under the engine's. The request waits for one of two things: the call
+// finishes (the answer is complete) or the call raises a prompt through its
+// Caller (the round is parked under a fresh single-use requestState and the
+// answer is input_required, while the call stays blocked inside the
+// prompt). The retry resumes the parked round, hands the answer to the
+// blocked prompt and waits again.
+//
+// A parked call is still its client's call: while a request waits for it,
+// that request going away (an HTTP client leaving, a notifications/cancelled
+// naming it) ends the call; while it is parked, expiry, a notifications/
+// cancelled naming the chain's latest id (streams), the end of the stream
+// that minted it, eviction by a newer round of the same principal and
+// Shutdown end it. Ending a call settles its prompts closed and cancels its
+// context, so it always finishes and its goroutine always ends; a request
+// that ended it waits for that goroutine, so the call counts against its
+// carrier's in-flight bound until it has returned.
 
 // promptKey is the one key under which a round's input request travels.
 const promptKey = "prompt"
+
+// roundStore is the engine's parked rounds: the domain store of bindings
+// and tokens, plus one expiry timer per round.
+type roundStore struct {
+	*domain.Rounds[*parked]
+}
+
+func newRoundStore(lifetime time.Duration) *roundStore {
+	return &roundStore{domain.NewRounds[*parked](lifetime, rand.Reader)}
+}
+
+func (s *roundStore) lifetime() time.Duration { return s.Rounds.Lifetime() }
+
+// drain removes every round and stops its timer.
+func (s *roundStore) drain() []*parked { return stopTimers(s.Rounds.Drain()) }
+
+// removeIf removes the rounds match selects and stops their timers.
+func (s *roundStore) removeIf(match func(*parked) bool) []*parked {
+	return stopTimers(s.Rounds.RemoveIf(match))
+}
+
+func stopTimers(ps []*parked) []*parked {
+	for _, p := range ps {
+		p.timer.Stop()
+	}
+	return ps
+}
+
+// parked is what the round store keeps: the call, its waiting prompt, the
+// binding's connection or principal, and the round's expiry timer.
+type parked struct {
+	call   *parkedCall
+	prompt *roundPrompt
+	bind   string
+	timer  *time.Timer
+}
 
 // parkedCall is one tools/call running under rounds.
 type parkedCall struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	who    ports.Principal // who drives the call
+	who    ports.Principal
 	events chan roundEvent // at most a stale prompt and the result: never blocks
 	done   chan struct{}   // closed when the session call has returned
-	// unpark removes from the store the round parked for one of this call's
-	// prompts (or all of them, for nil): a prompt nobody waits for any more
-	// must not hold one of the bounded places.
-	unpark func(p *roundPrompt)
 
 	promptMu sync.Mutex // one prompt at a time: a second waits for the next round
 
-	mu        sync.Mutex // guards the fields below
-	abandoned bool
-	current   *roundPrompt // the prompt awaiting an answer
-	waiter    *callCaller  // the request waiting now (progress goes to it)
+	mu      sync.Mutex // guards the fields below
+	over    bool       // ended: prompts settle closed from now on
+	current *roundPrompt
+	waiter  *callCaller // the request waiting now (progress goes to it)
 }
 
 type roundEvent struct {
@@ -61,30 +100,35 @@ type roundPrompt struct {
 
 func (p *roundPrompt) answer(raw json.RawMessage) { p.once.Do(func() { p.reply <- raw }) }
 
-// parked is what the round store keeps: the call and its waiting prompt.
-type parked struct {
-	call   *parkedCall
-	prompt *roundPrompt
-}
-
-// abandon settles the call's prompts closed from now on.
-func (pc *parkedCall) abandon() {
+// end settles the call's prompts closed from now on and cancels it with
+// cause.
+func (pc *parkedCall) end(cause error) {
 	pc.mu.Lock()
-	pc.abandoned = true
+	pc.over = true
 	cur := pc.current
 	pc.mu.Unlock()
 	if cur != nil {
 		cur.answer(nil)
 	}
+	pc.cancel(cause)
+}
+
+func (pc *parkedCall) ended() bool {
+	select {
+	case <-pc.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // ask raises one prompt and blocks until it is answered or settled closed.
-func (pc *parkedCall) ask(ctx context.Context, form domain.Form) json.RawMessage {
+func (pc *parkedCall) ask(ctx context.Context, form domain.Form, unpark func(*roundPrompt)) json.RawMessage {
 	pc.promptMu.Lock()
 	defer pc.promptMu.Unlock()
 	p := &roundPrompt{form: form, reply: make(chan json.RawMessage, 1)}
 	pc.mu.Lock()
-	if pc.abandoned {
+	if pc.over {
 		pc.mu.Unlock()
 		return nil
 	}
@@ -100,18 +144,25 @@ func (pc *parkedCall) ask(ctx context.Context, form domain.Form) json.RawMessage
 	case raw := <-p.reply:
 		return raw
 	case <-ctx.Done():
-		pc.unpark(p) // the session gave up on this prompt
+		unpark(p) // the session gave up on this prompt: it holds no place any more
 		return nil
 	}
 }
 
 // roundCaller is the Caller a parked call's session sees.
-type roundCaller struct{ pc *parkedCall }
+type roundCaller struct {
+	e  *Engine
+	pc *parkedCall
+}
 
 var _ ports.Caller = roundCaller{}
 
+func (r roundCaller) unpark(p *roundPrompt) {
+	r.e.rounds.removeIf(func(x *parked) bool { return x.call == r.pc && x.prompt == p })
+}
+
 func (r roundCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
-	return decide(r.pc.ask(ctx, domain.PermissionForm(p)))
+	return decide(r.pc.ask(ctx, domain.PermissionForm(p), r.unpark))
 }
 
 func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
@@ -119,10 +170,8 @@ func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 	if !ok {
 		return domain.Answer{}
 	}
-	return answerOf(p, r.pc.ask(ctx, form))
+	return answerOf(p, r.pc.ask(ctx, form, r.unpark))
 }
-
-func (r roundCaller) Principal() ports.Principal { return r.pc.who }
 
 func (r roundCaller) Progress(ctx context.Context, progress, total float64, message string) {
 	r.pc.mu.Lock()
@@ -133,55 +182,13 @@ func (r roundCaller) Progress(ctx context.Context, progress, total float64, mess
 	}
 }
 
-// decide maps a raw ElicitResult (nil: settled closed) to a decision.
-func decide(raw json.RawMessage) domain.Decision {
-	if raw == nil {
-		return domain.Deny
-	}
-	r, ok := domain.ParseElicitResult(raw)
-	if !ok {
-		return domain.Deny
-	}
-	return domain.PermissionDecision(r)
-}
-
-func answerOf(p domain.AskPrompt, raw json.RawMessage) domain.Answer {
-	if raw == nil {
-		return domain.Answer{}
-	}
-	r, ok := domain.ParseElicitResult(raw)
-	if !ok {
-		return domain.Answer{}
-	}
-	return domain.AskAnswer(p, r)
-}
+func (r roundCaller) Principal() ports.Principal { return r.pc.who }
 
 // roundsOn reports whether a modern request may be answered with rounds:
 // asking is on and the client declared form elicitation in this request.
 func (e *Engine) roundsOn(in *inbound) bool {
-	return e.rounds != nil && declaresFormElicitation(in.meta[metaClientCapabilities])
-}
-
-// declaresFormElicitation reports whether capabilities (a ClientCapabilities
-// object) declare form-mode elicitation: "elicitation":{} or
-// "elicitation":{"form":{}} (an elicitation object naming only url does not).
-func declaresFormElicitation(caps json.RawMessage) bool {
-	var c struct {
-		Elicitation map[string]json.RawMessage `json:"elicitation"`
-	}
-	if len(caps) == 0 || json.Unmarshal(caps, &c) != nil || c.Elicitation == nil {
-		return false
-	}
-	if len(c.Elicitation) == 0 {
-		return true
-	}
-	_, form := c.Elicitation["form"]
-	return form
-}
-
-type inputRequest struct {
-	Method string      `json:"method"`
-	Params elicitParms `json:"params"`
+	caps, _ := in.metaValue(metaClientCapabilities)
+	return e.rounds != nil && declaresFormElicitation(caps)
 }
 
 type elicitParms struct {
@@ -190,74 +197,73 @@ type elicitParms struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
 }
 
-type inputRequiredResult struct {
-	ResultType    string                  `json:"resultType"`
-	InputRequests map[string]inputRequest `json:"inputRequests"`
-	RequestState  string                  `json:"requestState"`
-	Meta          *resultMeta             `json:"_meta,omitempty"`
-}
-
 // callWithRounds serves a modern tools/call under rounds: a fresh call, or
 // the retry of a parked one (requestState present).
-func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.RawMessage) (any, *Error) {
+func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
 	digest, ok := domain.ArgumentsDigest(args)
 	if !ok {
-		return nil, newError(CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
 	}
-	bind := domain.RoundBinding{Principal: c.principal, Tool: name, ArgsDigest: digest}
-	var responses map[string]json.RawMessage
-	if r, ok := in.params["inputResponses"]; ok {
-		if r[0] != '{' || json.Unmarshal(r, &responses) != nil {
-			return nil, newError(CodeInvalidParams, "Invalid params: inputResponses must be an object")
+	bind := domain.RoundBinding{Principal: p.bind, Tool: name, ArgsDigest: digest}
+	var responses []member
+	if r, ok := in.param("inputResponses"); ok {
+		if !isObject(r) {
+			return answerErr(in.id, invalidParams("inputResponses must be an object"))
 		}
+		responses = mustMembers(r)
 	}
-	raw, resuming := in.params["requestState"]
+	waiter := newCallCaller(in, p, nil)
+	defer waiter.finish()
+	raw, resuming := in.param("requestState")
 	if !resuming {
-		return e.awaitRound(c, in, bind, e.startParked(name, args, c.caller.Principal()))
+		return e.awaitRound(ctx, p, in, bind, waiter, e.startParked(name, args, p.principal))
 	}
-	var token string
-	if raw[0] != '"' || json.Unmarshal(raw, &token) != nil {
-		return nil, newError(CodeInvalidParams, "Invalid params: requestState must be a string")
+	if !isString(raw) {
+		return answerErr(in.id, invalidParams("requestState must be a string"))
 	}
-	p, err := e.rounds.Take(token, bind, time.Now())
+	x, err := e.rounds.Take(unquote(raw), bind, time.Now())
 	if err != nil {
-		return nil, newError(CodeInvalidParams, "Invalid params: unknown or expired requestState")
+		return answerErr(in.id, errUnknownState)
 	}
-	answer, ok := responses[promptKey]
+	x.timer.Stop()
+	answer, ok := lookup(responses, promptKey)
 	if !ok {
 		// The answer is missing: ask the same prompt again, under a new token.
-		if r, err := e.parkRound(c, in, bind, p.call, p.prompt); r != nil || err != nil {
-			return r, err
+		if r, parked := e.parkRound(p, in, bind, x.call, x.prompt); parked {
+			return r
 		}
-		return e.awaitRound(c, in, bind, p.call)
+		return e.awaitRound(ctx, p, in, bind, waiter, x.call)
 	}
-	p.prompt.answer(answer)
-	return e.awaitRound(c, in, bind, p.call)
+	x.prompt.answer(append(json.RawMessage(nil), answer...))
+	return e.awaitRound(ctx, p, in, bind, waiter, x.call)
 }
 
-// startParked runs the tool call on the engine's base context.
-func (e *Engine) startParked(name string, args json.RawMessage, who ports.Principal) *parkedCall {
+// startParked runs the tool call on a context of its own under the engine's.
+func (e *Engine) startParked(name string, args []byte, who ports.Principal) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
 	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, events: make(chan roundEvent, 2), done: make(chan struct{})}
-	pc.unpark = func(p *roundPrompt) {
-		e.rounds.RemoveIf(func(x *parked) bool { return x.call == pc && (p == nil || x.prompt == p) })
-	}
-	e.parkedCalls.Add(1)
-	go func() {
-		defer e.parkedCalls.Done()
+	args = append([]byte(nil), args...) // the request's buffer does not outlive it
+	run := func() {
 		defer close(pc.done)
 		defer cancel(nil)
-		result, rerr := e.runTool(&call{ctx: ctx, caller: roundCaller{pc}}, name, args)
-		pc.unpark(nil) // a finished call holds no round
+		result, rerr := e.runTool(ctx, roundCaller{e, pc}, name, args)
+		e.rounds.removeIf(func(x *parked) bool { return x.call == pc }) // a finished call holds no round
 		pc.events <- roundEvent{result: result, rerr: rerr}
-	}()
+	}
+	if !e.goCall(run) {
+		// The engine has stopped: the call ends before it starts.
+		cancel(ErrShuttingDown)
+		close(pc.done)
+		pc.events <- roundEvent{result: errShutdownResult}
+	}
 	return pc
 }
 
-// awaitRound waits for the call's next prompt (park it) or its result.
-func (e *Engine) awaitRound(c *call, in *inbound, bind domain.RoundBinding, pc *parkedCall) (any, *Error) {
+// awaitRound waits for the call's next prompt (park it) or its result, or
+// for the request to end.
+func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, waiter *callCaller, pc *parkedCall) reply {
 	pc.mu.Lock()
-	pc.waiter = c.req
+	pc.waiter = waiter
 	pc.mu.Unlock()
 	defer func() {
 		pc.mu.Lock()
@@ -269,68 +275,93 @@ func (e *Engine) awaitRound(c *call, in *inbound, bind domain.RoundBinding, pc *
 		case ev := <-pc.events:
 			if ev.prompt == nil {
 				if ev.rerr != nil {
-					return nil, ev.rerr
+					return answerErr(in.id, ev.rerr)
 				}
-				return callToolResult{ResultType: "complete", ToolResult: ev.result, Meta: &resultMeta{e.info}}, nil
+				return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, ev.result)), nil))
 			}
-			r, err := e.parkRound(c, in, bind, pc, ev.prompt)
-			if err == nil && r == nil {
-				continue // no room: the prompt settled closed; keep waiting
+			if r, parked := e.parkRound(p, in, bind, pc, ev.prompt); parked {
+				return r
 			}
-			return r, err
-		case <-c.ctx.Done():
-			// The retry was cancelled or its client went away: nobody can
-			// answer any more.
-			pc.abandon()
-			if errors.Is(context.Cause(c.ctx), ErrShuttingDown) {
-				pc.cancel(ErrShuttingDown)
+			// No room: the prompt settled closed; keep waiting.
+		case <-ctx.Done():
+			// The request ended while it waited for the call: the call is
+			// this client's and ends with it, then the request answers
+			// (shutting down) or writes nothing (the client left). Either
+			// way it waits for the call's goroutine first.
+			cause := context.Cause(ctx)
+			stopping := e.shuttingDown(ctx)
+			if stopping {
+				cause = ErrShuttingDown
 			}
-			return callToolResult{ResultType: "complete", ToolResult: errShutdownResult, Meta: &resultMeta{e.info}}, nil
+			e.endParked(pc, cause)
+			<-pc.done
+			if stopping {
+				return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, errShutdownResult)), nil))
+			}
+			return reply{kind: Cancelled}
 		}
 	}
 }
 
 // parkRound stores the round and answers input_required. With no room left
-// it settles the prompt closed and returns (nil, nil).
-func (e *Engine) parkRound(c *call, in *inbound, bind domain.RoundBinding, pc *parkedCall, p *roundPrompt) (any, *Error) {
-	token, _, err := e.rounds.Park(bind, time.Now(), &parked{call: pc, prompt: p})
+// it settles the prompt closed and reports false.
+func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall, prompt *roundPrompt) (reply, bool) {
+	// The timer exists before the round is visible, so whoever removes the
+	// round can stop it.
+	x := &parked{call: pc, prompt: prompt, bind: p.bind, timer: time.AfterFunc(e.rounds.lifetime(), e.expireRounds)}
+	token, evicted, err := e.rounds.Park(bind, time.Now(), x)
+	for _, old := range stopTimers(evicted) {
+		old.call.end(errEvicted) // docs/SPEC.md §6: a principal's oldest round makes room
+	}
 	if err != nil {
-		if errors.Is(err, domain.ErrRoundsFull) {
-			e.logger.Warn("engine: parked round bound reached; prompt settled closed")
-		}
-		p.answer(nil)
-		return nil, nil
+		x.timer.Stop()
+		e.logger.Warn("engine: parked round bound reached; prompt settled closed")
+		prompt.answer(nil)
+		return reply{}, false
 	}
-	time.AfterFunc(e.rounds.Lifetime(), e.expireRounds)
-	if c.onParked != nil {
-		c.onParked(pc)
+	if p.conn != nil {
+		p.conn.addChain(in.id.key(), pc)
 	}
-	return inputRequiredResult{
-		ResultType: "input_required",
-		InputRequests: map[string]inputRequest{promptKey: {Method: "elicitation/create",
-			Params: elicitParms{Mode: "form", Message: p.form.Message, RequestedSchema: p.form.RequestedSchema}}},
-		RequestState: token,
-		Meta:         &resultMeta{e.info},
-	}, nil
+	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
+	b := append([]byte(`"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`), params...)
+	b = append(b, `}},"requestState":`...)
+	b = appendString(b, token)
+	return answered(encodeResponse(in.id, e.stampAs(in, "input_required", b), nil)), true
 }
 
-// expireRounds settles every expired round closed.
+// Causes of a parked call's end when its round ended without an answer.
+var (
+	errEvicted     = roundEnded("a newer round of the same client took its place")
+	errExpired     = roundEnded("no retry within the round lifetime")
+	errStreamEnded = roundEnded("the stream that minted it ended")
+)
+
+type roundEnded string
+
+func (e roundEnded) Error() string { return "input-required round ended: " + string(e) }
+
+// expireRounds ends every expired round's call.
 func (e *Engine) expireRounds() {
-	for _, p := range e.rounds.Expire(time.Now()) {
-		p.call.abandon()
+	for _, p := range stopTimers(e.rounds.Expire(time.Now())) {
+		p.call.end(errExpired)
 	}
 }
 
-// abandonChain ends the parked call pc (a stdio client cancelled the request
-// that parked it).
-func (e *Engine) abandonChain(pc *parkedCall) {
+// endParked ends the parked call pc and removes its rounds.
+func (e *Engine) endParked(pc *parkedCall, cause error) {
+	if e.rounds != nil {
+		e.rounds.removeIf(func(x *parked) bool { return x.call == pc })
+	}
+	pc.end(cause)
+}
+
+// endRounds ends every call parked by rounds bound to bind (a stream that
+// ended: its rounds can never be resumed).
+func (e *Engine) endRounds(bind string) {
 	if e.rounds == nil {
 		return
 	}
-	e.rounds.RemoveIf(func(p *parked) bool { return p.call == pc })
-	pc.abandon()
-}
-
-func newRounds(lifetime time.Duration) *domain.Rounds[*parked] {
-	return domain.NewRounds[*parked](lifetime, rand.Reader)
+	for _, p := range e.rounds.removeIf(func(x *parked) bool { return x.bind == bind }) {
+		p.call.end(errStreamEnded)
+	}
 }

@@ -1,8 +1,16 @@
 package engine
 
-// Protocol revisions served, newest first (docs/SPEC.md §4). This list is
-// server/discover's supportedVersions and -32022's data.supported.
-var SupportedVersions = []string{ModernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// supportedVersions are the protocol revisions served, newest first
+// (docs/SPEC.md §4): server/discover's supportedVersions and -32022's
+// data.supported.
+var supportedVersions = [...]string{ModernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// supportedVersionsJSON is supportedVersions as a JSON array.
+const supportedVersionsJSON = `["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`
+
+// SupportedVersions returns the protocol revisions served, newest first
+// (docs/SPEC.md §4). The slice is a fresh copy.
+func SupportedVersions() []string { return append([]string(nil), supportedVersions[:]...) }
 
 const (
 	// ModernVersion is the one stateless revision served.
@@ -11,7 +19,7 @@ const (
 	// for a revision it cannot have over initialize (2026-07-28 included).
 	LatestLegacyVersion = "2025-11-25"
 	// DefaultLegacyVersion is assumed for a legacy request that names no
-	// revision: before initialize on stdio, and on HTTP without
+	// revision: before initialize on a connection, and on HTTP without
 	// MCP-Protocol-Version (Streamable HTTP 2025-06-18 §"Protocol Version
 	// Header").
 	DefaultLegacyVersion = "2025-03-26"
@@ -26,11 +34,11 @@ func IsLegacyVersion(v string) bool {
 	return false
 }
 
-// batchesAllowed reports whether a negotiated legacy revision allows JSON-RPC
-// batches: only 2025-03-26 (added there, removed in 2025-06-18).
+// batchesAllowed reports whether a legacy revision allows JSON-RPC batches:
+// only 2025-03-26 (added there, removed in 2025-06-18).
 func batchesAllowed(v string) bool { return v == "2025-03-26" }
 
-// Reserved _meta keys of the modern revision (MCP 2026-07-28 §"Request metadata").
+// Reserved _meta keys (MCP 2026-07-28 §"Request metadata").
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"

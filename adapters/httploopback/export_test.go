@@ -3,6 +3,7 @@ package httploopback
 import (
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 )
 
@@ -18,7 +19,7 @@ type Limits struct {
 }
 
 // NewWithLimits is New with some limits overridden.
-func NewWithLimits(opts Options, o Limits) (*Host, error) {
+func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 	l := defaultLimits()
 	l.framing = streamable.Options{
 		MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
@@ -34,5 +35,5 @@ func NewWithLimits(opts Options, o Limits) (*Host, error) {
 	}
 	s.ReadHeaderTimeout, s.IdleTimeout, s.StopTimeout = o.ReadHeaderTimeout, o.IdleTimeout, o.StopTimeout
 	s.Conns.OnWait = o.OnAcceptWait
-	return newHost(opts, l)
+	return newHost(eng, opts, l)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -29,6 +30,24 @@ const (
 	guard = 5 * time.Second
 )
 
+// newEngine builds the engine for s, shut down when the test ends (after
+// the host's Stop: cleanups run last-registered first).
+func newEngine(t testing.TB, s ports.Session, opts engine.Options) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
+}
+
 // env is one started host and a client for it.
 type env struct {
 	host   *httploopback.Host
@@ -40,7 +59,7 @@ type env struct {
 // start serves session on a free port with limits, and stops it at cleanup.
 func start(t *testing.T, session ports.Session, l httploopback.Limits) *env {
 	t.Helper()
-	h, err := httploopback.NewWithLimits(httploopback.Options{Name: "t", Version: "1", Session: session}, l)
+	h, err := httploopback.NewWithLimits(newEngine(t, session, engine.Options{Name: "t", Version: "1"}), httploopback.Options{}, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,13 @@
 // 33rd waits in the kernel's accept queue until one closes), and no write
 // timeout, because turns can be long.
 //
-// Lifecycle: [New] → [Host.Start] → [Host.Wait] / [Host.Stop]. A host serves
-// once; a second Start, or a Start after Stop, fails.
+// The parts compose: [Admission] is an http middleware any Go host can put
+// in front of a [streamable.Handler] in its own mux. The Host is the
+// convenient lifecycle of docs/SPEC.md §5.2 built from them.
+//
+// Lifecycle: [New] → [Host.Start] → [Host.Wait] / [Host.Stop], then the
+// engine's Shutdown. A host serves once; a second Start, or a Start after
+// Stop, fails.
 package httploopback
 
 import (
@@ -39,43 +44,24 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
-	"github.com/agentmcp/agentmcp/domain"
-	"github.com/agentmcp/agentmcp/ports"
 )
 
 // LoopbackHost is the only address the host binds.
 const LoopbackHost = "127.0.0.1"
 
-// Options configures a Host.
+// Options configures a Host. The zero value serves on a free port.
 type Options struct {
-	// Name and Version are the serverInfo reported to clients.
-	Name, Version string
-	// Session is the session served; required.
-	Session ports.Session
 	// Port is the TCP port to bind on 127.0.0.1; 0 picks a free one.
 	// Outside 0..65535 construction fails with ErrPort.
 	Port int
 	// Host must be "" or "127.0.0.1"; anything else (0.0.0.0, localhost,
 	// ::1 included) fails construction with ErrHost.
 	Host string
-	// SubmitTool names the submission tool; zero means agent_submit.
-	SubmitTool domain.SubmitTool
-	// Instructions is the initialize and server/discover results'
-	// instructions (docs/SPEC.md §2); "" leaves it out.
-	Instructions string
-	// AskClient lets prompts raised by a client's own call reach that client
-	// (docs/SPEC.md §6): input-required rounds for modern clients; a legacy client
-	// over HTTP is never asked. Off by default. Turn it on only when you
-	// trust every holder of the token to approve the session's tool calls.
-	AskClient bool
-	// RoundLifetime bounds a parked input-required round; zero means 30 min.
-	RoundLifetime time.Duration
 	// Logger receives operational logs (never the token, arguments or
-	// answers); nil discards.
+	// answers); nil means the engine's.
 	Logger *slog.Logger
 }
 
@@ -126,22 +112,29 @@ func defaultLimits() limits {
 	return limits{server: streamable.ServerOptions{Conns: streamable.ConnLimits{Total: maxConns}}}
 }
 
-// Host is the loopback Streamable HTTP host. Its methods are safe for
-// concurrent use.
+// Host is the loopback Streamable HTTP host: a lifecycle around the shared
+// parts — [Admission] in front of a [streamable.Handler], in a
+// [streamable.Server]. Its methods are safe for concurrent use.
 type Host struct {
 	token  string
 	logger *slog.Logger
 	srv    *streamable.Server
 }
 
-// New returns a host for opts.Session with a freshly minted token. It fails
-// with ErrHost, ErrPort, [domain.ErrInvalidSubmitName] or a nil session. It
-// binds nothing: [Host.Start] does.
-func New(opts Options) (*Host, error) {
-	return newHost(opts, defaultLimits())
+// New returns a host serving eng with a freshly minted token. It fails with
+// ErrHost, ErrPort, or when eng is nil. It binds nothing: [Host.Start]
+// does. Whether prompts reach clients is the engine's AskClient (docs/SPEC.md
+// §6: input-required rounds for modern clients; a legacy client over HTTP
+// is never asked): turn it on only when you trust every holder of the token
+// to approve the session's tool calls.
+func New(eng *engine.Engine, opts Options) (*Host, error) {
+	return newHost(eng, opts, defaultLimits())
 }
 
-func newHost(opts Options, l limits) (*Host, error) {
+func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
+	if eng == nil {
+		return nil, errors.New("httploopback: nil engine")
+	}
 	if opts.Host != "" && opts.Host != LoopbackHost {
 		return nil, fmt.Errorf("%w (got %q)", ErrHost, opts.Host)
 	}
@@ -150,30 +143,25 @@ func newHost(opts Options, l limits) (*Host, error) {
 	}
 	logger := opts.Logger
 	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+		logger = eng.Logger()
+	}
+	l.framing.Logger = logger
+	framing, err := streamable.NewHandler(eng, l.framing)
+	if err != nil {
+		return nil, fmt.Errorf("httploopback: %w", err)
 	}
 	h := &Host{token: mintToken(), logger: logger}
 	so := l.server
-	so.Name, so.Session, so.Framing, so.Logger = "httploopback", opts.Session, l.framing, logger
-	so.Engine = engine.Options{
-		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool, Instructions: opts.Instructions,
-		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime,
-	}
+	so.Name, so.Engine, so.Logger = "httploopback", eng, logger
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
 	}
-	so.Admit = func(bound netip.AddrPort, framing *streamable.Handler) http.Handler {
-		hostport := bound.String()
-		return &frontDoor{
-			target: "/mcp", host: hostport, origin: "http://" + hostport,
-			token: []byte(h.token), next: framing, logger: logger,
-		}
+	so.Admit = func(bound netip.AddrPort) http.Handler {
+		return Admission(bound, h.token, logger)(framing)
 	}
-	srv, err := streamable.NewServer(so)
-	if err != nil {
+	if h.srv, err = streamable.NewServer(so); err != nil {
 		return nil, err
 	}
-	h.srv = srv
 	return h, nil
 }
 
@@ -187,9 +175,9 @@ func mintToken() string {
 // String describes the host without its token.
 func (h *Host) String() string { return "httploopback.Host" }
 
-// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
-// before any port is bound), then listens on 127.0.0.1 and serves. It
-// returns the endpoint and token once the port is bound (connections are
+// Start validates the engine's catalog (docs/SPEC.md §2: a violation fails
+// start-up before any port is bound), then listens on 127.0.0.1 and serves.
+// It returns the endpoint and token once the port is bound (connections are
 // accepted from then on). It fails with ErrAlreadyStarted (a second Start),
 // ErrStopped (Stop came first, or won against this Start: then nothing was
 // bound), the catalog's error, ctx's error, or the listen error (port in
@@ -206,14 +194,15 @@ func (h *Host) Start(ctx context.Context) (Endpoint, error) {
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
-// shutting down" to its client, docs/SPEC.md §3), closes every connection once its
-// answer is written, and returns when nothing the host started is left
-// running, parked input-required calls included. It returns ErrStopTimeout
-// when that takes longer than 5 s (a session ignoring cancellation) or ctx's
-// error when ctx ends first; the host keeps shutting down in either case. A
-// Stop during a pending Start makes that Start fail with ErrStopped without
-// binding the port. Stop is safe to repeat and to call concurrently; after
-// it returns nil, Wait returns at once.
+// shutting down" to its client, docs/SPEC.md §3), closes every connection
+// once its answer is written, and returns when every connection has ended.
+// Calls parked in input-required rounds are the engine's: shut the engine
+// down after Stop. It returns ErrStopTimeout when that takes longer than 5
+// s (a session ignoring cancellation) or ctx's error when ctx ends first;
+// the host keeps shutting down in either case. A Stop during a pending
+// Start makes that Start fail with ErrStopped without binding the port.
+// Stop is safe to repeat and to call concurrently; after it returns nil,
+// Wait returns at once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }
 
 // Wait blocks until the host has stopped: it returns nil after Stop, the

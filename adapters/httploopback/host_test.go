@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -46,18 +47,14 @@ func TestNewValidatesHostAndPort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q:%d", tt.host, tt.port), func(t *testing.T) {
-			_, err := httploopback.New(httploopback.Options{Session: fake.New(), Host: tt.host, Port: tt.port})
+			_, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{Host: tt.host, Port: tt.port})
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("New: %v, want %v", err, tt.want)
 			}
 		})
 	}
-	if _, err := httploopback.New(httploopback.Options{}); err == nil {
-		t.Error("New without a session succeeded")
-	}
-	_, err := httploopback.New(httploopback.Options{Session: fake.New(), SubmitTool: domain.SubmitTool{Name: "bad name"}})
-	if !errors.Is(err, domain.ErrInvalidSubmitName) {
-		t.Errorf("bad submit name: %v", err)
+	if _, err := httploopback.New(nil, httploopback.Options{}); err == nil {
+		t.Error("New without an engine succeeded")
 	}
 }
 
@@ -93,7 +90,7 @@ func TestTokenAndEndpoint(t *testing.T) {
 }
 
 func TestLifecycle(t *testing.T) {
-	h, err := httploopback.New(httploopback.Options{Session: fake.New()})
+	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +148,7 @@ func TestStartPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h, err := httploopback.New(httploopback.Options{Session: fake.New(), Port: l.Addr().(*net.TCPAddr).Port})
+	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{Port: l.Addr().(*net.TCPAddr).Port})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +181,7 @@ func (b *blockingCatalog) RuntimeTools(ctx context.Context) ([]domain.Tool, erro
 func TestStopWinsAgainstPendingStart(t *testing.T) {
 	port := freePort(t)
 	s := &blockingCatalog{Session: fake.New(), entered: make(chan struct{})}
-	h, err := httploopback.New(httploopback.Options{Session: s, Port: port})
+	h, err := httploopback.New(newEngine(t, s, engine.Options{}), httploopback.Options{Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +209,7 @@ func TestStartValidatesCatalog(t *testing.T) {
 	port := freePort(t)
 	s := fake.New()
 	s.SetTools([]domain.Tool{{Name: "bad name", InputSchema: json.RawMessage(`{"type":"object"}`)}})
-	h, err := httploopback.New(httploopback.Options{Session: s, Port: port})
+	h, err := httploopback.New(newEngine(t, s, engine.Options{}), httploopback.Options{Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +525,7 @@ func TestStopWithStuckCall(t *testing.T) {
 	base := runtime.NumGoroutine()
 	s := fake.New()
 	started := s.Started()
-	h, err := httploopback.New(httploopback.Options{Session: s})
+	h, err := httploopback.New(newEngine(t, s, engine.Options{}), httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +687,7 @@ func TestLongCallOutlivesBodyTimeout(t *testing.T) {
 func TestTokenNeverLogged(t *testing.T) {
 	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h, err := httploopback.New(httploopback.Options{Session: fake.New(), Logger: logger})
+	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{Logger: logger}), httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,7 +718,11 @@ func TestTokenNeverLogged(t *testing.T) {
 // running.
 func TestStopWithParkedRound(t *testing.T) {
 	base := runtime.NumGoroutine()
-	h, err := httploopback.New(httploopback.Options{Session: fake.New(), AskClient: true})
+	eng, err := engine.New(fake.New(), engine.Options{AskClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httploopback.New(eng, httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,6 +742,9 @@ func TestStopWithParkedRound(t *testing.T) {
 	defer cancel()
 	if err := h.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)
+	}
+	if err := eng.Shutdown(ctx); err != nil {
+		t.Fatalf("engine Shutdown: %v", err)
 	}
 	tr.CloseIdleConnections()
 	noLeak(t, base)

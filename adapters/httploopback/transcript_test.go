@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
@@ -59,7 +60,11 @@ type httpCarrier struct{}
 func (httpCarrier) Name() string { return "http" }
 
 func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (transcript.Conn, error) {
-	h, err := httploopback.New(httploopback.Options{Name: "agentmcp-test", Version: "1.2.3", Session: s, AskClient: cfg.AskClient})
+	eng, err := engine.New(s, engine.Options{Name: "agentmcp-test", Version: "1.2.3", AskClient: cfg.AskClient})
+	if err != nil {
+		return nil, err
+	}
+	h, err := httploopback.New(eng, httploopback.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +74,7 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &http.Transport{}
-	return &httpConn{host: h, ep: ep, ctx: ctx, cancel: cancel, tr: tr, client: &http.Client{Transport: tr},
+	return &httpConn{host: h, eng: eng, ep: ep, ctx: ctx, cancel: cancel, tr: tr, client: &http.Client{Transport: tr},
 		changed: make(chan struct{}), stopped: make(chan struct{})}, nil
 }
 
@@ -81,6 +86,7 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 // body.
 type httpConn struct {
 	host   *httploopback.Host
+	eng    *engine.Engine
 	ep     httploopback.Endpoint
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -224,6 +230,7 @@ func (c *httpConn) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = c.host.Stop(ctx)
+		_ = c.eng.Shutdown(ctx)
 		c.inflight.Wait()
 		c.tr.CloseIdleConnections()
 		c.mu.Lock()

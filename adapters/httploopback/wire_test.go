@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/internal/fake"
 )
@@ -122,7 +123,7 @@ func TestK7Batches(t *testing.T) {
 // and leaves no goroutine waiting.
 func TestK9BrokenBody(t *testing.T) {
 	base := runtime.NumGoroutine()
-	h, err := httploopback.New(httploopback.Options{Session: fake.New()})
+	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package httpremote
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -11,14 +12,19 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// frontDoor is the host's admission (docs/SPEC.md §5.3), in front of the framing.
-// It decides from the request line and headers alone: nothing here reads
-// the body. The order is the package documentation's; its first row,
-// oversized headers (431), is the shared streamable.Server's.
-type frontDoor struct {
+// Admission is the remote host's front door (docs/SPEC.md §5.3) as http
+// middleware: [Admission.Wrap] puts it in front of the MCP handler. It
+// decides from the request line and headers alone: nothing here reads the
+// body. The order is the package documentation's; its first row, oversized
+// headers (431), is the server's (streamable.Server, or the host's own
+// http.Server's MaxHeaderBytes). A Go host that mounts it in its own mux
+// routes both the endpoint path and the metadata path
+// (/.well-known/oauth-protected-resource + the endpoint path) to it.
+type Admission struct {
 	res        resource
 	metadata   []byte
 	challenges challenges
@@ -32,40 +38,97 @@ type frontDoor struct {
 	audit     ports.AuditSink
 	now       func() time.Time
 	logger    *slog.Logger
-
-	next *streamable.Handler // the framing, for admitted requests; set by Start, before serving
 }
 
-func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// NewAdmission returns the admission for a: it fails with an error
+// wrapping ErrVerifier, ErrPublicURL, ErrIssuer, ErrScopes or
+// ErrTrustedProxy (see [Authorization]). logger (nil: none) receives debug
+// records of refusals (status and reason only) and never a token, a claim
+// or an address.
+func NewAdmission(a Authorization, logger *slog.Logger) (*Admission, error) {
+	return newAdmission(a, logger, defaultLimits())
+}
+
+func newAdmission(a Authorization, logger *slog.Logger, l limits) (*Admission, error) {
+	if a.Verifier == nil {
+		return nil, ErrVerifier
+	}
+	d := a.Verifier.Describe()
+	res, why := parsePublicURL(d.Resource)
+	if why != "" {
+		return nil, fmt.Errorf("%w (%s)", ErrPublicURL, why)
+	}
+	if !validIssuer(d.Issuer) {
+		return nil, ErrIssuer
+	}
+	if len(d.Scopes) == 0 {
+		return nil, fmt.Errorf("%w (got none)", ErrScopes)
+	}
+	for _, s := range d.Scopes {
+		if !domain.ValidScopeToken(s) {
+			return nil, fmt.Errorf("%w (got %q)", ErrScopes, s)
+		}
+	}
+	proxies := make(proxySet, len(a.TrustedProxies))
+	for _, p := range a.TrustedProxies {
+		addr, ok := parseAddr(p)
+		if !ok {
+			return nil, fmt.Errorf("%w (got %q)", ErrTrustedProxy, p)
+		}
+		proxies[addr] = true
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	audit := a.Audit
+	if audit == nil {
+		audit = discardAudit{}
+	}
+	door := &Admission{
+		res:        res,
+		metadata:   metadataDocument(d.Resource, d.Issuer, d.Scopes),
+		challenges: newChallenges(res.metadataURL, d.Scopes),
+		verifier:   a.Verifier,
+		proxies:    proxies,
+		throttle:   newThrottle(l.throttlePerMinute, l.throttleBurst, l.throttleClients),
+		cache:      newVerdictCache(l.maxCached, l.cacheTTL),
+		verifying:  make(chan struct{}, l.maxVerifying),
+		audit:      audit,
+		now:        l.now,
+		logger:     logger,
+	}
+	if r, ok := a.Verifier.(ports.KeyRefreshReporter); ok {
+		door.refresh = r
+	}
+	return door, nil
+}
+
+// Wrap returns next behind the admission: admitted requests are served by
+// next on behalf of the token's principal (issuer, subject, client), so
+// input-required rounds are never shared between principals (docs/SPEC.md
+// §6) and the session's Caller reports who drives each call.
+func (f *Admission) Wrap(next streamable.PrincipalHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serve(w, r, next) })
+}
+
+func (f *Admission) serve(w http.ResponseWriter, r *http.Request, next streamable.PrincipalHandler) {
 	switch {
 	case !f.res.hosts[strings.ToLower(r.Host)]:
 		f.reject(w, r, http.StatusForbidden, "Host")
-	case !f.originAllowed(r.Header.Values("Origin")):
+	case !streamable.OriginAllowed(r.Header.Values("Origin"), f.res.origin):
 		f.reject(w, r, http.StatusForbidden, "Origin")
 	case r.RequestURI == f.res.metadataPath:
 		f.serveMetadata(w, r)
-	case r.RequestURI != f.res.endpoint:
+	case !streamable.ExactTarget(r, f.res.endpoint):
 		f.reject(w, r, http.StatusNotFound, "request target")
 	default:
-		f.authorize(w, r)
+		f.authorize(w, r, next)
 	}
-}
-
-// originAllowed: no Origin (a non-browser client), or exactly one, equal to
-// the public origin. A page elsewhere, or a DNS-rebinding one, is refused.
-func (f *frontDoor) originAllowed(values []string) bool {
-	switch len(values) {
-	case 0:
-		return true
-	case 1:
-		return values[0] == f.res.origin
-	}
-	return false
 }
 
 // serveMetadata answers the RFC 9728 protected-resource metadata document,
 // unauthenticated, to GET; anything else gets 405 Allow: GET.
-func (f *frontDoor) serveMetadata(w http.ResponseWriter, r *http.Request) {
+func (f *Admission) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		f.reject(w, r, http.StatusMethodNotAllowed, "metadata method")
@@ -80,16 +143,16 @@ func (f *frontDoor) serveMetadata(w http.ResponseWriter, r *http.Request) {
 
 // authorize admits a request to the endpoint or refuses it: bearer token,
 // cached verdict, capped verification, then the verdict (docs/SPEC.md §5.3 step 4).
-func (f *frontDoor) authorize(w http.ResponseWriter, r *http.Request) {
+func (f *Admission) authorize(w http.ResponseWriter, r *http.Request, next streamable.PrincipalHandler) {
 	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
-	token, ok := bearer(r.Header.Values("Authorization"))
+	token, ok := streamable.BearerCredential(r.Header.Values("Authorization"))
 	if !ok {
 		f.refuse(w, r, client, ports.RefusalMissingToken)
 		return
 	}
 	key := tokenKey(token)
 	if p, ok := f.cache.get(key, f.now()); ok {
-		f.admit(w, r, p)
+		next.ServeMCP(w, r, p)
 		return
 	}
 	v, ok := f.verify(r, token)
@@ -104,7 +167,7 @@ func (f *frontDoor) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.cache.put(key, v.verdict.Principal, v.verdict.Expiry, v.keysDue, f.now())
-	f.admit(w, r, v.verdict.Principal)
+	next.ServeMCP(w, r, v.verdict.Principal)
 }
 
 type verification struct {
@@ -115,7 +178,7 @@ type verification struct {
 // verify runs the verifier in one of the capped slots; false when none is
 // free. The verification runs on the request's context: a client that
 // leaves stops waiting for keys (and is answered nothing).
-func (f *frontDoor) verify(r *http.Request, token string) (verification, bool) {
+func (f *Admission) verify(r *http.Request, token string) (verification, bool) {
 	select {
 	case f.verifying <- struct{}{}:
 	default:
@@ -130,15 +193,10 @@ func (f *frontDoor) verify(r *http.Request, token string) (verification, bool) {
 	return v, true
 }
 
-// admit hands the request to the framing, bound to its principal.
-func (f *frontDoor) admit(w http.ResponseWriter, r *http.Request, p ports.Principal) {
-	f.next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
-}
-
 // refuse answers a refusal of the table (package documentation): counts it
 // when it counts, audits it once, and answers its status and challenge, or
 // 429 with Retry-After when the client is over its budget.
-func (f *frontDoor) refuse(w http.ResponseWriter, r *http.Request, client netip.Addr, refusal ports.RefusalReason) {
+func (f *Admission) refuse(w http.ResponseWriter, r *http.Request, client netip.Addr, refusal ports.RefusalReason) {
 	status, challenge, counted := f.challenges.answer(refusal)
 	var throttled bool
 	var retryAfter int
@@ -158,10 +216,9 @@ func (f *frontDoor) refuse(w http.ResponseWriter, r *http.Request, client netip.
 
 // reject answers status with an empty body and closes the connection, so a
 // refused client keeps no connection slot; the body is never read.
-func (f *frontDoor) reject(w http.ResponseWriter, r *http.Request, status int, reason string) {
+func (f *Admission) reject(w http.ResponseWriter, r *http.Request, status int, reason string) {
 	f.logger.Debug("httpremote: refused", "status", status, "reason", reason)
-	w.Header().Set("Connection", "close")
-	f.next.Refuse(w, r, status)
+	streamable.Refuse(w, r, status)
 }
 
 // challenges holds the WWW-Authenticate values (RFC 6750 §3, RFC 9728 §5.1),
@@ -196,29 +253,6 @@ func (c challenges) answer(refusal ports.RefusalReason) (status int, challenge s
 		return http.StatusServiceUnavailable, "", false
 	}
 	return http.StatusUnauthorized, c.invalid, true
-}
-
-// bearer returns the credential of the one Authorization header, when it
-// is "Bearer" (any case), one or more spaces or tabs, then a non-empty
-// credential (RFC 6750 §2.1). No header, several, another scheme or an
-// empty credential: no bearer token (missing-token; RFC 6750 §3.1 says a
-// request with several credentials is malformed, and it counts all the
-// same).
-func bearer(values []string) (string, bool) {
-	if len(values) != 1 {
-		return "", false
-	}
-	const scheme = "bearer"
-	v := values[0]
-	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
-		return "", false
-	}
-	rest := v[len(scheme):]
-	token := strings.TrimLeft(rest, " \t")
-	if len(token) == len(rest) || token == "" {
-		return "", false
-	}
-	return token, true
 }
 
 // metadataDocument is the RFC 9728 §2 document, keys in docs/SPEC.md §5.3's order.

@@ -1,6 +1,10 @@
 package httpremote
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/engine"
+)
 
 // Limits overrides docs/SPEC.md §5.3's numbers for a test; a zero field keeps its
 // default.
@@ -15,7 +19,7 @@ type Limits struct {
 }
 
 // NewWithLimits is New with some limits overridden.
-func NewWithLimits(opts Options, o Limits) (*Host, error) {
+func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 	l := defaultLimits()
 	setInt := func(dst *int, v int) {
 		if v != 0 {
@@ -36,7 +40,7 @@ func NewWithLimits(opts Options, o Limits) (*Host, error) {
 		l.now = o.Now
 	}
 	l.server.Conns.OnWait, l.server.Conns.OnRefuse = o.OnAcceptWait, o.OnConnRefused
-	return newHost(opts, l)
+	return newHost(eng, opts, l)
 }
 
 // ThrottledClients returns how many clients the throttle table tracks.

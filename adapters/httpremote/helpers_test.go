@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
@@ -114,6 +115,24 @@ func (v *fakeVerifier) Calls() int {
 	return v.calls
 }
 
+// newEngine builds the engine for s, shut down when the test ends (after
+// the host's Stop: cleanups run last-registered first).
+func newEngine(t testing.TB, s ports.Session, opts engine.Options) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
+}
+
 // fakeClock is the throttle's and the cache's clock.
 type fakeClock struct {
 	mu  sync.Mutex
@@ -204,11 +223,10 @@ func start(t *testing.T, c config) *env {
 		e.verifier = newFakeVerifier(c.publicURL, clock)
 		verifier = e.verifier
 	}
-	h, err := httpremote.NewWithLimits(httpremote.Options{
-		Name: "t", Version: "1", Session: e.session, Logger: c.logger, AskClient: c.askClient,
+	h, err := httpremote.NewWithLimits(newEngine(t, e.session, engine.Options{Name: "t", Version: "1", AskClient: c.askClient}), httpremote.Options{
+		Logger: c.logger,
 		Authorization: httpremote.Authorization{
-			PublicURL: c.publicURL, Issuer: issuer, Scopes: scopes, Verifier: verifier,
-			TrustedProxies: c.proxies, Audit: e.audit,
+			Verifier: verifier, TrustedProxies: c.proxies, Audit: e.audit,
 		},
 	}, c.limits)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -23,10 +22,6 @@ const DefaultHost = "127.0.0.1"
 
 // Options configures a Host.
 type Options struct {
-	// Name and Version are the serverInfo reported to clients.
-	Name, Version string
-	// Session is the session served; required.
-	Session ports.Session
 	// Authorization makes the host an OAuth protected resource; required
 	// (there is no open mode).
 	Authorization Authorization
@@ -38,46 +33,26 @@ type Options struct {
 	// Port is the TCP port to bind; 0 picks a free one. Outside 0..65535:
 	// ErrPort.
 	Port int
-	// SubmitTool names the submission tool; zero means agent_submit.
-	SubmitTool domain.SubmitTool
-	// Instructions is the initialize and server/discover results'
-	// instructions (docs/SPEC.md §2); "" leaves it out.
-	Instructions string
-	// AskClient lets prompts raised by a client's own call reach that client
-	// (docs/SPEC.md §6): input-required rounds for modern clients, bound to the
-	// client's principal; a legacy client over HTTP is never asked. Off by
-	// default. Turn it on only when you trust every principal the verifier
-	// admits to approve the session's tool calls.
-	AskClient bool
-	// RoundLifetime bounds a parked input-required round; zero means 30 min.
-	RoundLifetime time.Duration
 	// Logger receives operational logs: never a token, a claim value, a
 	// client address, arguments or answers (net/http's own debug-level
-	// record of a handler panic names the peer); nil discards.
+	// record of a handler panic names the peer); nil means the engine's.
 	Logger *slog.Logger
 }
 
 // Authorization is what makes the host an OAuth 2.0 protected resource.
-// PublicURL, Issuer and Scopes must be the values the Verifier was built
-// with: the host compares them with Verifier.Describe() (app's factory
-// builds both from one set of values).
+// The Verifier is the one source of the resource's identity: its
+// Describe() gives the public URL (the resource identifier and the audience
+// tokens must name), the issuer and the required scopes, which the host
+// advertises and derives its paths from (docs/SPEC.md §5.3). The app
+// package builds a verifier from flags; a custom host hands its own.
 type Authorization struct {
-	// PublicURL is the https URL clients use: the resource identifier (RFC
-	// 9728 §1.2, RFC 8707) and the audience tokens must name. It must be
-	// absolute and canonical — lower-case host, no default port, no
-	// trailing slash unless the path is "/", no credentials, query or
-	// fragment, a clean path (see New) — else ErrPublicURL.
-	PublicURL string
-	// Issuer is the authorization server's issuer identifier, advertised
-	// in the metadata; an absolute https URL, else ErrIssuer.
-	Issuer string
-	// Scopes are the scopes a token must carry, advertised in the metadata
-	// and quoted in the insufficient_scope challenge; at least one, each an
-	// RFC 6749 §3.3 scope token (printable ASCII without space, '"' or '\'),
-	// else ErrScopes.
-	Scopes []string
-	// Verifier decides every bearer token; required, and its Describe()
-	// must name Issuer, PublicURL and Scopes (as a set), else ErrVerifier.
+	// Verifier decides every bearer token; required (ErrVerifier). Its
+	// Describe() must name: a Resource that is an absolute https URL in
+	// canonical form — lower-case host, no default port, no trailing slash
+	// unless the path is "/", no credentials, query or fragment, a clean
+	// path (else ErrPublicURL); an https Issuer (else ErrIssuer); at least
+	// one Scope, each an RFC 6749 §3.3 scope token (printable ASCII without
+	// space, '"' or '\'; else ErrScopes).
 	Verifier ports.AccessTokenVerifier
 	// TrustedProxies are the literal IP addresses whose X-Forwarded-For is
 	// believed (see the package documentation); else ErrTrustedProxy.
@@ -86,7 +61,8 @@ type Authorization struct {
 	Audit ports.AuditSink
 }
 
-// Errors of New, Start and Stop. New's errors wrap one of the first seven.
+// Errors of New, NewAdmission, Start and Stop. New's errors wrap one of
+// the first seven.
 // ErrAlreadyStarted, ErrStopped and ErrStopTimeout are the shared host
 // lifecycle's ([streamable.ErrStopped] and so on), so errors.Is matches
 // either name.
@@ -97,7 +73,7 @@ var (
 	ErrIssuer         = errors.New("httpremote: Issuer must be an absolute https URL")
 	ErrScopes         = errors.New("httpremote: Scopes must hold at least one RFC 6749 scope token, and only such tokens")
 	ErrTrustedProxy   = errors.New("httpremote: a trusted proxy must be a literal IP address")
-	ErrVerifier       = errors.New("httpremote: Verifier must be set and describe the same issuer, resource and scopes")
+	ErrVerifier       = errors.New("httpremote: Authorization.Verifier is required")
 	ErrAlreadyStarted = streamable.ErrAlreadyStarted
 	ErrStopped        = streamable.ErrStopped
 	ErrStopTimeout    = streamable.ErrStopTimeout
@@ -138,28 +114,31 @@ func defaultLimits() limits {
 	}
 }
 
-// Host is the remote Streamable HTTP host. Its methods are safe for
-// concurrent use.
+// Host is the remote Streamable HTTP host: a lifecycle around the shared
+// parts — an [Admission] in front of a [streamable.Handler], in a
+// [streamable.Server]. Its methods are safe for concurrent use.
 type Host struct {
-	bind    netip.Addr
-	logger  *slog.Logger
-	door    *frontDoor
-	proxies proxySet
-	srv     *streamable.Server
+	bind   netip.Addr
+	logger *slog.Logger
+	door   *Admission
+	srv    *streamable.Server
 }
 
-// New returns a host for opts. It binds nothing ([Host.Start] does) and
-// fails, in this order, with an error wrapping ErrHost, ErrPort,
-// ErrPublicURL, ErrIssuer, ErrScopes, ErrTrustedProxy or ErrVerifier (see
-// [Options] and [Authorization]), then for a nil Session, then with
-// [domain.ErrInvalidSubmitName]. Error texts never quote a URL that was
+// New returns a host serving eng. It binds nothing ([Host.Start] does) and
+// fails, in this order, with an error wrapping ErrHost, ErrPort, then
+// [NewAdmission]'s errors (ErrVerifier, ErrPublicURL, ErrIssuer, ErrScopes,
+// ErrTrustedProxy), then for a nil engine. Error texts never quote a URL
 // (it might carry credentials); they may quote the refused bind address,
-// scope or trusted proxy, and the scopes the verifier requires.
-func New(opts Options) (*Host, error) {
-	return newHost(opts, defaultLimits())
+// scope or trusted proxy. Whether prompts reach clients is the engine's
+// AskClient (docs/SPEC.md §6: input-required rounds for modern clients,
+// bound to the client's principal; a legacy client over HTTP is never
+// asked): turn it on only when you trust every principal the verifier
+// admits to approve the session's tool calls.
+func New(eng *engine.Engine, opts Options) (*Host, error) {
+	return newHost(eng, opts, defaultLimits())
 }
 
-func newHost(opts Options, l limits) (*Host, error) {
+func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	bindText := opts.Host
 	if bindText == "" {
 		bindText = DefaultHost
@@ -171,89 +150,38 @@ func newHost(opts Options, l limits) (*Host, error) {
 	if opts.Port < 0 || opts.Port > 65535 {
 		return nil, fmt.Errorf("%w (got %d)", ErrPort, opts.Port)
 	}
-	a := opts.Authorization
-	res, why := parsePublicURL(a.PublicURL)
-	if why != "" {
-		return nil, fmt.Errorf("%w (%s)", ErrPublicURL, why)
-	}
-	if !validIssuer(a.Issuer) {
-		return nil, ErrIssuer
-	}
-	if len(a.Scopes) == 0 {
-		return nil, fmt.Errorf("%w (got none)", ErrScopes)
-	}
-	for _, s := range a.Scopes {
-		if !domain.ValidScopeToken(s) {
-			return nil, fmt.Errorf("%w (got %q)", ErrScopes, s)
-		}
-	}
-	proxies := make(proxySet, len(a.TrustedProxies))
-	for _, p := range a.TrustedProxies {
-		addr, ok := parseAddr(p)
-		if !ok {
-			return nil, fmt.Errorf("%w (got %q)", ErrTrustedProxy, p)
-		}
-		proxies[addr] = true
-	}
-	if a.Verifier == nil {
-		return nil, fmt.Errorf("%w (it is nil)", ErrVerifier)
-	}
-	d := a.Verifier.Describe()
-	switch {
-	case d.Issuer != a.Issuer:
-		return nil, fmt.Errorf("%w (it checks another issuer)", ErrVerifier)
-	case d.Resource != a.PublicURL:
-		return nil, fmt.Errorf("%w (it checks another resource)", ErrVerifier)
-	case !sameScopes(d.Scopes, a.Scopes):
-		return nil, fmt.Errorf("%w (it requires scopes %q)", ErrVerifier, d.Scopes)
-	}
 	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if logger == nil && eng != nil {
+		logger = eng.Logger()
 	}
-	audit := a.Audit
-	if audit == nil {
-		audit = discardAudit{}
+	door, err := newAdmission(opts.Authorization, logger, l)
+	if err != nil {
+		return nil, err
 	}
-	door := &frontDoor{
-		res:        res,
-		metadata:   metadataDocument(a.PublicURL, a.Issuer, a.Scopes),
-		challenges: newChallenges(res.metadataURL, a.Scopes),
-		verifier:   a.Verifier,
-		proxies:    proxies,
-		throttle:   newThrottle(l.throttlePerMinute, l.throttleBurst, l.throttleClients),
-		cache:      newVerdictCache(l.maxCached, l.cacheTTL),
-		verifying:  make(chan struct{}, l.maxVerifying),
-		audit:      audit,
-		now:        l.now,
-		logger:     logger,
+	if eng == nil {
+		return nil, errors.New("httpremote: nil engine")
 	}
-	if r, ok := a.Verifier.(ports.KeyRefreshReporter); ok {
-		door.refresh = r
+	l.framing.Logger = door.logger
+	framing, err := streamable.NewHandler(eng, l.framing)
+	if err != nil {
+		return nil, fmt.Errorf("httpremote: %w", err)
 	}
 	network := "tcp4"
 	if bind.Is6() {
 		network = "tcp6"
 	}
 	so := l.server
-	so.Name, so.Session, so.Framing, so.Logger = "httpremote", opts.Session, l.framing, logger
-	so.Engine = engine.Options{
-		Name: opts.Name, Version: opts.Version, SubmitTool: opts.SubmitTool, Instructions: opts.Instructions,
-		AskClient: opts.AskClient, RoundLifetime: opts.RoundLifetime,
-	}
-	so.Conns.ClientOf = proxies.connClient
+	so.Name, so.Engine, so.Logger = "httpremote", eng, door.logger
+	so.Conns.ClientOf = door.proxies.connClient
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
 	}
-	so.Admit = func(_ netip.AddrPort, framing *streamable.Handler) http.Handler {
-		door.next = framing
-		return door
-	}
+	so.Admit = func(netip.AddrPort) http.Handler { return door.Wrap(framing) }
 	srv, err := streamable.NewServer(so)
 	if err != nil {
 		return nil, err
 	}
-	return &Host{bind: bind, logger: logger, door: door, proxies: proxies, srv: srv}, nil
+	return &Host{bind: bind, logger: door.logger, door: door, srv: srv}, nil
 }
 
 type discardAudit struct{}
@@ -263,9 +191,9 @@ func (discardAudit) Audit(ports.AuditRecord) {}
 // String describes the host by its public URL.
 func (h *Host) String() string { return "httpremote.Host(" + h.door.res.publicURL + ")" }
 
-// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
-// before any port is bound), then listens on Host:Port and serves. It
-// returns the bound address (with the port chosen when Port was 0) once
+// Start validates the engine's catalog (docs/SPEC.md §2: a violation fails
+// start-up before any port is bound), then listens on Host:Port and serves.
+// It returns the bound address (with the port chosen when Port was 0) once
 // connections are accepted. It fails with ErrAlreadyStarted (a second
 // Start), ErrStopped (Stop came first, or won against this Start: then
 // nothing was bound), the catalog's error, ctx's error, or the listen error
@@ -278,7 +206,7 @@ func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
 	switch {
 	case !h.bind.IsLoopback():
 		h.logger.Warn("httpremote: bound to a non-loopback address: the host speaks plain HTTP, so terminate TLS in front of it")
-	case len(h.proxies) == 0:
+	case len(h.door.proxies) == 0:
 		h.logger.Warn("httpremote: bound to loopback with no trusted proxy: every client behind the proxy shares one throttle budget")
 	}
 	h.logger.Info("httpremote: serving", "listen", bound.String(), "url", h.door.res.publicURL)
@@ -287,14 +215,15 @@ func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
-// shutting down" to its client, docs/SPEC.md §3), closes every connection once its
-// answer is written, and returns when nothing the host started is left
-// running, parked input-required calls included. It returns ErrStopTimeout
-// when that takes longer than 5 s (a session ignoring cancellation) or ctx's
-// error when ctx ends first; the host keeps shutting down in either case. A
-// Stop during a pending Start makes that Start fail with ErrStopped without
-// binding. Stop is safe to repeat and to call concurrently; after it
-// returns nil, Wait returns at once.
+// shutting down" to its client, docs/SPEC.md §3), closes every connection
+// once its answer is written, and returns when every connection has ended.
+// Calls parked in input-required rounds are the engine's: shut the engine
+// down after Stop. It returns ErrStopTimeout when that takes longer than 5
+// s (a session ignoring cancellation) or ctx's error when ctx ends first;
+// the host keeps shutting down in either case. A Stop during a pending
+// Start makes that Start fail with ErrStopped without binding. Stop is safe
+// to repeat and to call concurrently; after it returns nil, Wait returns at
+// once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }
 
 // Wait blocks until the host has stopped: it returns nil after Stop, the

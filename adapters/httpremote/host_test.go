@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -20,18 +21,19 @@ import (
 
 func validOptions() httpremote.Options {
 	return httpremote.Options{
-		Session: fake.New(),
-		Authorization: httpremote.Authorization{
-			PublicURL: publicURL, Issuer: issuer, Scopes: scopes,
-			Verifier: newFakeVerifier(publicURL, newFakeClock()),
-		},
+		Authorization: httpremote.Authorization{Verifier: newFakeVerifier(publicURL, newFakeClock())},
 	}
 }
 
+// describe changes what the options' verifier describes: the one source of
+// the resource's identity (docs/SPEC.md §5.3).
+func describe(o *httpremote.Options, change func(*ports.VerifierDescription)) {
+	d := o.Authorization.Verifier.Describe()
+	change(&d)
+	o.Authorization.Verifier = &fakeVerifier{desc: d}
+}
+
 func TestNewChecks(t *testing.T) {
-	describing := func(iss, res string, sc ...string) ports.AccessTokenVerifier {
-		return &fakeVerifier{desc: ports.VerifierDescription{Issuer: iss, Resource: res, Scopes: sc}}
-	}
 	tests := []struct {
 		name   string
 		change func(*httpremote.Options)
@@ -63,42 +65,42 @@ func TestNewChecks(t *testing.T) {
 		{"public URL with dot segment", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/a/../mcp") }, httpremote.ErrPublicURL},
 		{"public URL with empty segment", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/a//mcp") }, httpremote.ErrPublicURL},
 		{"public URL over-escaped", func(o *httpremote.Options) { setURL(o, "https://mcp.example.test/m%63p") }, httpremote.ErrPublicURL},
-		{"issuer over http", func(o *httpremote.Options) { o.Authorization.Issuer = "http://issuer.example.test" }, httpremote.ErrIssuer},
-		{"issuer relative", func(o *httpremote.Options) { o.Authorization.Issuer = "issuer.example.test" }, httpremote.ErrIssuer},
-		{"no scopes", func(o *httpremote.Options) { o.Authorization.Scopes = nil }, httpremote.ErrScopes},
-		{"scope with a space", func(o *httpremote.Options) { o.Authorization.Scopes = []string{"a b"} }, httpremote.ErrScopes},
-		{"scope with a quote", func(o *httpremote.Options) { o.Authorization.Scopes = []string{`a"`} }, httpremote.ErrScopes},
-		{"scope with a backslash", func(o *httpremote.Options) { o.Authorization.Scopes = []string{`a\`} }, httpremote.ErrScopes},
-		{"empty scope", func(o *httpremote.Options) { o.Authorization.Scopes = []string{""} }, httpremote.ErrScopes},
+		{"issuer over http", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Issuer = "http://issuer.example.test" })
+		}, httpremote.ErrIssuer},
+		{"issuer relative", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Issuer = "issuer.example.test" })
+		}, httpremote.ErrIssuer},
+		{"no scopes", func(o *httpremote.Options) { describe(o, func(d *ports.VerifierDescription) { d.Scopes = nil }) }, httpremote.ErrScopes},
+		{"scope with a space", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Scopes = []string{"a b"} })
+		}, httpremote.ErrScopes},
+		{"scope with a quote", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Scopes = []string{`a"`} })
+		}, httpremote.ErrScopes},
+		{"scope with a backslash", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Scopes = []string{`a\`} })
+		}, httpremote.ErrScopes},
+		{"empty scope", func(o *httpremote.Options) {
+			describe(o, func(d *ports.VerifierDescription) { d.Scopes = []string{""} })
+		}, httpremote.ErrScopes},
 		{"trusted proxy by name", func(o *httpremote.Options) { o.Authorization.TrustedProxies = []string{"proxy.internal"} }, httpremote.ErrTrustedProxy},
 		{"trusted proxy as a range", func(o *httpremote.Options) { o.Authorization.TrustedProxies = []string{"10.0.0.0/8"} }, httpremote.ErrTrustedProxy},
 		{"trusted proxies as literals", func(o *httpremote.Options) {
 			o.Authorization.TrustedProxies = []string{"127.0.0.1", "::1", "::ffff:10.0.0.1"}
 		}, nil},
 		{"no verifier", func(o *httpremote.Options) { o.Authorization.Verifier = nil }, httpremote.ErrVerifier},
-		{"verifier for another issuer", func(o *httpremote.Options) {
-			o.Authorization.Verifier = describing("https://other.example.test", publicURL, scopes...)
-		}, httpremote.ErrVerifier},
-		{"verifier for another resource", func(o *httpremote.Options) {
-			o.Authorization.Verifier = describing(issuer, "https://mcp.example.test/other", scopes...)
-		}, httpremote.ErrVerifier},
-		{"verifier requiring fewer scopes", func(o *httpremote.Options) {
-			o.Authorization.Verifier = describing(issuer, publicURL, "mcp:tools")
-		}, httpremote.ErrVerifier},
-		{"verifier requiring the scopes in another order", func(o *httpremote.Options) {
-			o.Authorization.Verifier = describing(issuer, publicURL, "mcp:submit", "mcp:tools")
-		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := validOptions()
 			tt.change(&o)
-			h, err := httpremote.New(o)
+			h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), o)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("New: %v", err)
 				}
-				if s := h.String(); !strings.Contains(s, o.Authorization.PublicURL) {
+				if s := h.String(); !strings.Contains(s, o.Authorization.Verifier.Describe().Resource) {
 					t.Errorf("String() = %q", s)
 				}
 				return
@@ -113,27 +115,19 @@ func TestNewChecks(t *testing.T) {
 	}
 }
 
-// setURL changes the public URL of both the host and its verifier.
+// setURL changes the public URL the verifier describes.
 func setURL(o *httpremote.Options, u string) {
-	o.Authorization.PublicURL = u
 	o.Authorization.Verifier = newFakeVerifier(u, newFakeClock())
 }
 
-func TestNewNeedsSessionAndSubmitName(t *testing.T) {
-	o := validOptions()
-	o.Session = nil
-	if _, err := httpremote.New(o); err == nil {
-		t.Error("New without a session succeeded")
-	}
-	o = validOptions()
-	o.SubmitTool.Name = "bad name"
-	if _, err := httpremote.New(o); err == nil {
-		t.Error("New with an invalid submission tool name succeeded")
+func TestNewNeedsAnEngine(t *testing.T) {
+	if _, err := httpremote.New(nil, validOptions()); err == nil {
+		t.Error("New without an engine succeeded")
 	}
 }
 
 func TestLifecycle(t *testing.T) {
-	h, err := httpremote.New(validOptions())
+	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), validOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +162,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestStopBeforeStart(t *testing.T) {
-	h, err := httpremote.New(validOptions())
+	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), validOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +187,7 @@ func TestStartPortInUse(t *testing.T) {
 	defer l.Close()
 	o := validOptions()
 	o.Port = l.Addr().(*net.TCPAddr).Port
-	h, err := httpremote.New(o)
+	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +216,7 @@ func TestStartValidatesCatalog(t *testing.T) {
 	o := validOptions()
 	s := fake.New()
 	s.SetTools([]domain.Tool{{Name: "bad name", InputSchema: json.RawMessage(`{"type":"object"}`)}})
-	o.Session = s
-	h, err := httpremote.New(o)
+	h, err := httpremote.New(newEngine(t, s, engine.Options{}), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +248,7 @@ func TestStartWarnings(t *testing.T) {
 		if tt.proxy != "" {
 			o.Authorization.TrustedProxies = []string{tt.proxy}
 		}
-		h, err := httpremote.New(o)
+		h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), o)
 		if err != nil {
 			t.Fatal(err)
 		}

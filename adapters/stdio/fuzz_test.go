@@ -81,11 +81,8 @@ func FuzzFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, maxLine uint16) {
 		inR, inW := io.Pipe()
 		out := &lineSink{}
-		tr, err := stdio.New(stdio.Options{Stdin: inR, Stdout: out, MaxLineBytes: int(maxLine)})
+		tr, err := stdio.New(newEngine(t, quickSession{fake.New()}), stdio.Options{Stdin: inR, Stdout: out, MaxLineBytes: int(maxLine)})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.Attach(quickSession{fake.New()}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tr.Start(context.Background()); err != nil {

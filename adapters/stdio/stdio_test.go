@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -31,19 +32,31 @@ func newTransport(t *testing.T, s ports.Session, opts stdio.Options) *pipes {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	opts.Stdin, opts.Stdout = inR, outW
-	tr, err := stdio.New(opts)
+	tr, err := stdio.New(newEngine(t, s), opts)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if s != nil {
-		if err := tr.Attach(s); err != nil {
-			t.Fatal(err)
-		}
 	}
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	t.Cleanup(func() { inW.Close(); outR.Close() })
 	return &pipes{in: inW, out: sc, tr: tr}
+}
+
+// newEngine builds the engine for s and shuts it down when the test ends.
+func newEngine(t testing.TB, s ports.Session) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(s, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
 }
 
 func (p *pipes) send(t *testing.T, line string) {
@@ -69,24 +82,18 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 
 func TestLifecycleErrors(t *testing.T) {
 	ctx := context.Background()
-	p := newTransport(t, nil, stdio.Options{})
+	if _, err := stdio.New(nil, stdio.Options{}); err == nil {
+		t.Error("New without an engine succeeded")
+	}
+	p := newTransport(t, fake.New(), stdio.Options{})
 	if err := p.tr.Wait(); err != nil {
 		t.Errorf("Wait before Start = %v, want nil", err)
-	}
-	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrNotAttached) {
-		t.Errorf("Start without a session = %v, want ErrNotAttached", err)
-	}
-	if err := p.tr.Attach(fake.New()); err != nil {
-		t.Fatal(err)
 	}
 	if err := p.tr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
 		t.Errorf("second Start = %v, want ErrAlreadyStarted", err)
-	}
-	if err := p.tr.Attach(fake.New()); !errors.Is(err, stdio.ErrAlreadyStarted) {
-		t.Errorf("Attach while started = %v, want ErrAlreadyStarted", err)
 	}
 	var wg sync.WaitGroup
 	for range 3 {
@@ -100,11 +107,15 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := p.tr.Wait(); err != nil {
 		t.Errorf("Wait after Stop = %v, want nil", err)
 	}
-	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrNotAttached) {
-		t.Errorf("Start after Stop without Attach = %v, want ErrNotAttached (a restart needs a new Attach)", err)
+	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
+		t.Errorf("Start after Stop = %v, want ErrAlreadyStarted (a Transport serves once)", err)
 	}
-	if _, err := stdio.New(stdio.Options{SubmitTool: domain.SubmitTool{Name: "bad name"}}); !errors.Is(err, domain.ErrInvalidSubmitName) {
-		t.Errorf("New with a bad submit name = %v", err)
+	stopped := newTransport(t, fake.New(), stdio.Options{})
+	if err := stopped.tr.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
+		t.Errorf("Start after a Stop before Start = %v, want ErrAlreadyStarted", err)
 	}
 }
 
@@ -220,8 +231,7 @@ func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("output pi
 func TestBrokenStdoutIsACarrierFailure(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	tr, _ := stdio.New(stdio.Options{Stdin: inR, Stdout: brokenWriter{}})
-	_ = tr.Attach(fake.New())
+	tr, _ := stdio.New(newEngine(t, fake.New()), stdio.Options{Stdin: inR, Stdout: brokenWriter{}})
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

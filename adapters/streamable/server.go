@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
-	"github.com/agentmcp/agentmcp/ports"
 )
 
 // Defaults of [ServerOptions], the numbers docs/SPEC.md §5.2 gives the loopback host
@@ -33,23 +32,17 @@ var (
 	ErrStopTimeout    = errors.New("streamable: calls still running when the stop timeout ended")
 )
 
-// ServerOptions configures a [Server]. Session, Listen, Admit and
+// ServerOptions configures a [Server]. Engine, Listen, Admit and
 // Conns.Total are required; every other zero field means its default.
 type ServerOptions struct {
-	// Name prefixes the errors the Server returns or wraps (nil Session, the
-	// engine's, the catalog's, the listen error, a serve failure) and its
-	// log records: "httploopback", "httpremote". Default "streamable".
+	// Name prefixes the errors the Server returns or wraps (the catalog's,
+	// the listen error, a serve failure) and its log records:
+	// "httploopback", "httpremote". Default "streamable".
 	Name string
-	// Session is served, through an engine built with Engine. Start
-	// validates its catalog before listening; Stop shuts the engine down and
-	// waits for the calls it runs on its own goroutines.
-	Session ports.Session
-	// Engine configures the engine (serverInfo, submission tool, AskClient,
-	// round lifetime); a nil Engine.Logger means Logger.
-	Engine engine.Options
-	// Framing configures the [Handler] built for the engine; a nil
-	// Framing.Logger means Logger.
-	Framing Options
+	// Engine is what the server's handler serves: Start validates its
+	// catalog before listening. The Server never shuts it down; the
+	// composition root does, after Stop.
+	Engine *engine.Engine
 	// Listen binds the listening socket (a TCP listener: the bound address
 	// is reported as a netip.AddrPort). Start calls it at most once, after
 	// the catalog is valid, with the Server's lock held so that a
@@ -57,11 +50,11 @@ type ServerOptions struct {
 	// the listener. Its error fails Start, wrapped with Name.
 	Listen func() (net.Listener, error)
 	// Admit returns what serves every request: the host's admission in
-	// front of framing, the Handler for admitted requests. It is given the
-	// address Listen bound (an admission that checks Host or Origin needs
-	// the port chosen for port 0). Start calls it once, with the lock held,
-	// before serving: it must not call the Server's methods.
-	Admit func(bound netip.AddrPort, framing *Handler) http.Handler
+	// front of its [Handler]. It is given the address Listen bound (an
+	// admission that checks Host or Origin needs the port chosen for port
+	// 0). Start calls it once, with the lock held, before serving: it must
+	// not call the Server's methods.
+	Admit func(bound netip.AddrPort) http.Handler
 	// Conns caps the open connections (see [LimitListener]).
 	Conns ConnLimits
 	// MaxHeaderBytes bounds a request's line and headers, in bytes as
@@ -73,8 +66,9 @@ type ServerOptions struct {
 	// ReadHeaderTimeout bounds reading a request's line and headers: a
 	// connection's first request from when it was accepted, a later one
 	// from its first bytes; default 5 s. Bodies are bounded by the framing
-	// ([Options.BodyReadTimeout]); there is no write timeout, because turns
-	// can be long.
+	// ([Options.BodyReadTimeout]), stalled response writes too
+	// ([Options.WriteStallTimeout]); there is no bound on how long a call
+	// may run, because turns can be long.
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection on which no next request
 	// starts within it, counted from when the previous response was written
@@ -83,7 +77,8 @@ type ServerOptions struct {
 	// StopTimeout bounds [Server.Stop]; default 5 s (docs/SPEC.md §3 "Ending").
 	StopTimeout time.Duration
 	// Logger receives operational records (never requests' contents); nil
-	// discards. net/http's own error log goes to it at debug level.
+	// means the engine's. net/http's own error log goes to it at debug
+	// level.
 	Logger *slog.Logger
 }
 
@@ -96,19 +91,17 @@ const (
 	stopped
 )
 
-// Server serves one session over Streamable HTTP (HTTP/1.1 only) for one
+// Server serves an engine over Streamable HTTP (HTTP/1.1 only) for one
 // host, once: [Server.Start] validates the catalog and listens,
 // [Server.Stop] ends it, [Server.Wait] reports how it ended. It owns what
-// the two hosts share (docs/SPEC.md §5.2, §5.3, §3 "Ending"): the engine, the
-// framing [Handler], the http.Server and its timeouts, the header limit,
-// the connection caps and the stop sequence. The host keeps its admission
-// (Admit), its listener (Listen) and its public API. Its methods are safe
-// for concurrent use.
+// the two hosts share (docs/SPEC.md §5.2, §5.3, §3 "Ending"): the
+// http.Server and its timeouts, the header limit, the connection caps and
+// the stop sequence. The host keeps its admission and framing (Admit), its
+// listener (Listen) and its public API. Its methods are safe for
+// concurrent use.
 type Server struct {
-	opts    ServerOptions
-	logger  *slog.Logger
-	eng     *engine.Engine
-	framing *Handler
+	opts   ServerOptions
+	logger *slog.Logger
 
 	// base is every request's parent context; Stop cancels it with cause
 	// engine.ErrShuttingDown, which cancels the calls in flight.
@@ -131,21 +124,20 @@ type Server struct {
 	once  sync.Once     // closes done
 }
 
-// NewServer builds the engine for opts.Session and the framing Handler in
-// front of it, and returns a Server for them; it binds nothing. It fails
-// for a nil Session ("<Name>: nil Session") or with engine.New's error
-// (e.g. domain.ErrInvalidSubmitName), wrapped with Name. It panics when
-// Listen or Admit is nil or Conns.Total is less than 1 (programming
-// errors: the hosts always set them).
+// NewServer returns a Server for opts; it binds nothing. It fails when
+// Engine, Listen or Admit is nil, Conns.Total is less than 1 or a duration
+// is negative.
 func NewServer(opts ServerOptions) (*Server, error) {
-	if opts.Listen == nil || opts.Admit == nil || opts.Conns.Total < 1 {
-		panic("streamable: NewServer needs Listen, Admit and Conns.Total ≥ 1")
-	}
 	if opts.Name == "" {
 		opts.Name = "streamable"
 	}
-	if opts.Session == nil {
-		return nil, errors.New(opts.Name + ": nil Session")
+	switch {
+	case opts.Engine == nil || opts.Listen == nil || opts.Admit == nil:
+		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
+	case opts.Conns.Total < 1:
+		return nil, errors.New(opts.Name + ": ServerOptions.Conns.Total must be at least 1")
+	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0:
+		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
 	orDefault(&opts.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	orDefault(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -153,25 +145,13 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	orDefault(&opts.StopTimeout, DefaultStopTimeout)
 	logger := opts.Logger
 	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Engine.Logger == nil {
-		opts.Engine.Logger = logger
-	}
-	if opts.Framing.Logger == nil {
-		opts.Framing.Logger = logger
-	}
-	eng, err := engine.New(opts.Session, opts.Engine)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+		logger = opts.Engine.Logger()
 	}
 	base, cancelBase := context.WithCancelCause(context.Background())
 	stopSignal, signalStop := context.WithCancel(context.Background())
 	return &Server{
 		opts:       opts,
 		logger:     logger,
-		eng:        eng,
-		framing:    NewHandler(eng, opts.Framing),
 		base:       base,
 		cancelBase: cancelBase,
 		stopSignal: stopSignal,
@@ -234,7 +214,7 @@ func (s *Server) validate(ctx context.Context) error {
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopSignal, func() { cancel(ErrStopped) })
 	defer stop()
-	err := s.eng.Validate(vctx)
+	err := s.opts.Engine.Validate(vctx)
 	if cause := context.Cause(vctx); cause != nil {
 		if errors.Is(cause, ErrStopped) {
 			return ErrStopped
@@ -266,7 +246,7 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	srv := &http.Server{
-		Handler:           s.limitHeaders(s.opts.Admit(bound, s.framing)),
+		Handler:           s.limitHeaders(s.opts.Admit(bound)),
 		Protocols:         protocols,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
@@ -313,11 +293,12 @@ func (s *Server) serve(srv *http.Server, ln net.Listener) {
 
 // Stop ends the server: it stops accepting, cancels the calls in flight
 // through the requests' base context with cause [engine.ErrShuttingDown] (a
-// tools/call still answers "server is shutting down" to its client, docs/SPEC.md §3
-// "Ending"), lets http.Server.Shutdown close every connection once its
-// answer is written and closes what is left after 4/5 of StopTimeout, and
-// returns when every connection and every call the engine runs on its own
-// goroutines (parked input-required rounds) has ended. It returns
+// tools/call still answers "server is shutting down" to its client,
+// docs/SPEC.md §3 "Ending"), lets http.Server.Shutdown close every
+// connection once its answer is written and closes what is left after 4/5
+// of StopTimeout, and returns when every connection has ended. Calls parked
+// in input-required rounds belong to the engine: [engine.Engine.Shutdown]
+// ends them. It returns
 // ErrStopTimeout when that takes longer than StopTimeout (5 s; a session
 // ignoring cancellation) or ctx's error when ctx ends first; the server keeps
 // shutting down in either case. A Stop during a pending Start makes that
@@ -346,7 +327,6 @@ func (s *Server) Stop(ctx context.Context) error {
 func (s *Server) beginStop(srv *http.Server) {
 	s.stopOnce.Do(func() {
 		s.signalStop()
-		s.eng.Shutdown()
 		s.cancelBase(engine.ErrShuttingDown)
 		if srv == nil {
 			s.finish(nil)
@@ -357,8 +337,7 @@ func (s *Server) beginStop(srv *http.Server) {
 }
 
 // shutdown lets the handlers write their shutting-down answers, then closes
-// what is left, and waits for every connection goroutine and parked call to
-// end.
+// what is left, and waits for every connection goroutine to end.
 func (s *Server) shutdown(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StopTimeout*4/5)
 	defer cancel()
@@ -368,9 +347,6 @@ func (s *Server) shutdown(srv *http.Server) {
 	}
 	<-s.serveDone // after Serve returns, no connection is added
 	s.conns.Wait()
-	if err := s.eng.Wait(ctx); err != nil {
-		s.logger.Warn(s.opts.Name + ": parked calls still running at stop")
-	}
 	s.mu.Lock()
 	err := s.err
 	s.mu.Unlock()
@@ -410,8 +386,7 @@ func (s *Server) limitHeaders(next http.Handler) http.Handler {
 			return
 		}
 		s.logger.Debug(s.opts.Name+": refused", "status", http.StatusRequestHeaderFieldsTooLarge, "reason", "headers too large")
-		w.Header().Set("Connection", "close")
-		s.framing.Refuse(w, r, http.StatusRequestHeaderFieldsTooLarge)
+		Refuse(w, r, http.StatusRequestHeaderFieldsTooLarge)
 	})
 }
 

@@ -174,13 +174,13 @@ func server(t *testing.T, session ports.Session, h http.Handler, listens *atomic
 	if session == nil {
 		session = fake.New()
 	}
-	o.Name, o.Session = "test", session
+	o.Name, o.Engine = "test", newEngine(t, session)
 	o.Conns.Total = 4
 	o.Listen = func() (net.Listener, error) {
 		listens.Add(1)
 		return net.Listen("tcp4", "127.0.0.1:0")
 	}
-	o.Admit = func(netip.AddrPort, *streamable.Handler) http.Handler { return h }
+	o.Admit = func(netip.AddrPort) http.Handler { return h }
 	s, err := streamable.NewServer(o)
 	if err != nil {
 		t.Fatal(err)
@@ -192,12 +192,17 @@ func server(t *testing.T, session ports.Session, h http.Handler, listens *atomic
 func TestServerLifecycle(t *testing.T) {
 	var listens atomic.Int32
 	var handed netip.AddrPort
-	o := streamable.ServerOptions{Name: "test", Session: fake.New(), Conns: streamable.ConnLimits{Total: 4}}
+	eng := newEngine(t, fake.New())
+	o := streamable.ServerOptions{Name: "test", Engine: eng, Conns: streamable.ConnLimits{Total: 4}}
 	o.Listen = func() (net.Listener, error) {
 		listens.Add(1)
 		return net.Listen("tcp4", "127.0.0.1:0")
 	}
-	o.Admit = func(bound netip.AddrPort, framing *streamable.Handler) http.Handler {
+	framing, err := streamable.NewHandler(eng, streamable.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Admit = func(bound netip.AddrPort) http.Handler {
 		handed = bound
 		return framing
 	}
@@ -362,12 +367,15 @@ func (brokenListener) Accept() (net.Conn, error) { return nil, errBroken }
 // TestServerServeFailure: when serving fails on its own the server stops
 // and Wait returns the failure, named after the host.
 func TestServerServeFailure(t *testing.T) {
-	o := streamable.ServerOptions{Name: "test", Session: fake.New(), Conns: streamable.ConnLimits{Total: 1}}
+	if _, err := streamable.NewServer(streamable.ServerOptions{Name: "test"}); err == nil {
+		t.Error("NewServer without Engine, Listen and Admit succeeded")
+	}
+	o := streamable.ServerOptions{Name: "test", Engine: newEngine(t, fake.New()), Conns: streamable.ConnLimits{Total: 1}}
 	o.Listen = func() (net.Listener, error) {
 		ln, err := net.Listen("tcp4", "127.0.0.1:0")
 		return brokenListener{ln}, err
 	}
-	o.Admit = func(netip.AddrPort, *streamable.Handler) http.Handler { return http.NotFoundHandler() }
+	o.Admit = func(netip.AddrPort) http.Handler { return http.NotFoundHandler() }
 	s, err := streamable.NewServer(o)
 	if err != nil {
 		t.Fatal(err)

@@ -18,21 +18,27 @@
 //	body over the limit (streamed, chunked)  413, empty          (while reading)
 //	body stalls past BodyReadTimeout         408, empty          (while reading)
 //	body breaks off (connection closed)      400, -32700 no id   (while reading)
-//	everything else                          the engine's status and body
+//	a batch when its slots are not free      503, empty          (after reading)
+//	everything else                          the engine's answer: Answered 200,
+//	                                         Accepted 202, Invalid 400,
+//	                                         UnknownMethod 404
 //
 // The hosts are stateless: an Mcp-Session-Id is never minted, echoed or
 // required, and Last-Event-ID is ignored (no resumability).
 //
-// Around the Handler the package holds what both hosts run the same way: a
-// [Server] (the HTTP/1.1 server, its timeouts, and the Start / Stop / Wait
-// lifecycle of docs/SPEC.md §5.2 and §3 "Ending") and [LimitListener] (the
-// connection caps of §5.2 and §5.3). A host supplies its listener, its
-// admission in front of the Handler, and its limits.
+// The Handler is an http.Handler a Go host can mount in its own mux, behind
+// its own authentication (see the package example); [Handler.ServeMCP]
+// serves a request on behalf of an admitted principal. admission.go holds
+// the front-door helpers both hosts share (the refusal, the bearer
+// credential, the Origin rule, the exact request target). Around them the
+// package holds what both hosts run the same way: a [Server] (the HTTP/1.1
+// server, its timeouts, and the Start / Stop / Wait lifecycle of
+// docs/SPEC.md §5.2 and §3 "Ending") and [LimitListener] (the connection
+// caps of §5.2 and §5.3).
 package streamable
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"mime"
@@ -54,6 +60,7 @@ const (
 	DefaultSSEAfter        = 10 * time.Second
 	DefaultKeepAlive       = 15 * time.Second
 	DefaultBodyReadTimeout = 15 * time.Second
+	DefaultWriteStall      = 30 * time.Second
 )
 
 // DefaultUnreadBodyGrace is the default of [Options.UnreadBodyGrace].
@@ -82,6 +89,13 @@ type Options struct {
 	// default 15 s. A body that has not fully arrived by then gets 408 and
 	// the connection is closed.
 	BodyReadTimeout time.Duration
+	// WriteStallTimeout ends a response whose write makes no progress for
+	// this long (a client that stopped reading): its connection is closed
+	// and its in-flight slots freed. Each chunk of a response renews it, so
+	// a slow but steady reader is never cut off, and there is no bound on
+	// how long a call may take before its answer starts. Default 30 s
+	// (docs/SPEC.md §5.2).
+	WriteStallTimeout time.Duration
 	// UnreadBodyGrace bounds how long a connection whose request body was
 	// not read (a refusal) goes on reading it after the response has gone
 	// out, so that a client that sent its body anyway gets the answer rather
@@ -98,58 +112,91 @@ type Handler struct {
 	eng             *engine.Engine
 	maxBody         int64
 	maxBatch        int
+	share           int // the most slots one request (a batch) may hold
 	sseAfter        time.Duration
 	keepAlive       time.Duration
 	bodyReadTimeout time.Duration
+	writeStall      time.Duration
 	unreadBodyGrace time.Duration
 	logger          *slog.Logger
 
 	// slots is the in-flight semaphore: a request holds one token from
-	// before its body is read until its answer is written.
+	// before its body is read until its answer is written and its calls
+	// have returned.
 	slots chan struct{}
 }
 
-var _ http.Handler = (*Handler)(nil)
+// PrincipalHandler is what an admission that knows who is calling hands
+// admitted requests to: [Handler] is one.
+type PrincipalHandler interface {
+	http.Handler
+	// ServeMCP serves r on behalf of p (docs/SPEC.md §1: the Caller's
+	// Principal; §6: rounds are bound to it).
+	ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Principal)
+}
+
+var _ PrincipalHandler = (*Handler)(nil)
 
 // NewHandler returns a Handler that serves eng. The engine's catalog is not
-// validated here: hosts call [engine.Engine.Validate] before they listen.
-func NewHandler(eng *engine.Engine, opts Options) *Handler {
+// validated here: hosts call [engine.Engine.Validate] before they listen. It
+// fails when eng is nil or an option is negative.
+func NewHandler(eng *engine.Engine, opts Options) (*Handler, error) {
+	if eng == nil {
+		return nil, errors.New("streamable: nil engine")
+	}
+	if opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0 || opts.MaxBatch < 0 || opts.SSEAfter < 0 || opts.KeepAlive < 0 ||
+		opts.BodyReadTimeout < 0 || opts.WriteStallTimeout < 0 || opts.UnreadBodyGrace < 0 {
+		return nil, errors.New("streamable: Options must not be negative")
+	}
 	orDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	orDefault(&opts.MaxInFlight, DefaultMaxInFlight)
 	orDefault(&opts.MaxBatch, DefaultMaxBatch)
 	orDefault(&opts.SSEAfter, DefaultSSEAfter)
 	orDefault(&opts.KeepAlive, DefaultKeepAlive)
 	orDefault(&opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	orDefault(&opts.WriteStallTimeout, DefaultWriteStall)
 	orDefault(&opts.UnreadBodyGrace, DefaultUnreadBodyGrace)
 	logger := opts.Logger
 	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+		logger = eng.Logger()
 	}
 	return &Handler{
 		eng:             eng,
 		maxBody:         opts.MaxBodyBytes,
 		maxBatch:        opts.MaxBatch,
+		share:           max(1, opts.MaxInFlight/2),
 		sseAfter:        opts.SSEAfter,
 		keepAlive:       opts.KeepAlive,
 		bodyReadTimeout: opts.BodyReadTimeout,
+		writeStall:      opts.WriteStallTimeout,
 		unreadBodyGrace: opts.UnreadBodyGrace,
 		logger:          logger,
 		slots:           make(chan struct{}, opts.MaxInFlight),
-	}
+	}, nil
 }
 
-// ServeHTTP serves one admitted request (the table in the package doc).
+// ServeHTTP serves one admitted request for the local principal (the zero
+// [ports.Principal]): the loopback host's, or a mux's that authenticated
+// nobody in particular. See [Handler.ServeMCP].
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.ServeMCP(w, r, ports.Principal{})
+}
+
+// ServeMCP serves one admitted request on behalf of p (the table in the
+// package doc).
 //
 // The request's context is the call's: when the client closes the
-// connection, the call is cancelled (docs/SPEC.md §3, both eras); when the host
-// cancels it with cause [engine.ErrShuttingDown], a tools/call answers
-// "server is shutting down" and that answer is still written.
+// connection, the call is cancelled (docs/SPEC.md §3, both eras); when the
+// host cancels it with cause [engine.ErrShuttingDown], or the engine shuts
+// down, a tools/call answers "server is shutting down" and that answer is
+// still written.
 //
-// A 2025-03-26 batch of n elements holds n in-flight slots while it runs:
-// the first is taken before the body is read, the other n-1 (at most
-// MaxBatch-1) once the body shows it is a batch; when they are not free the
-// batch gets 503 then, after its body was read.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// A 2025-03-26 batch holds one in-flight slot per element it runs at once,
+// at most half of MaxInFlight, so no one connection holds every slot
+// (docs/SPEC.md §5.2); its elements run that many at a time. The first slot
+// is taken before the body is read, the others once the engine has read
+// the batch; when they are not free the batch gets 503 then.
+func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Principal) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.refuse(w, r, http.StatusMethodNotAllowed, "method not POST")
@@ -177,37 +224,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	batch := firstByte(body) == '['
-	if batch {
-		if extra := min(batchLen(body), h.maxBatch) - 1; extra > 0 {
-			if !h.acquire(extra) {
-				h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
-				return
-			}
-			held += extra
+	admitBatch := func(n int) int {
+		run := min(n, h.share)
+		if run > 1 && !h.acquire(run-1) {
+			return 0
 		}
+		held = max(held, run)
+		return run
 	}
-	h.exchange(w, r, body, batch)
-}
-
-// principalKey is the context key of WithPrincipal.
-type principalKey struct{}
-
-// WithPrincipal returns a copy of ctx that makes the Handler bind the request
-// to principal: it becomes [engine.ExchangeOptions.Principal], so an
-// input-required round (docs/SPEC.md §6) minted for one principal can be resumed by
-// no other. Hosts call it on admitted requests before ServeHTTP (the remote
-// host passes an encoding of issuer, subject and client); without it the
-// principal is "" — right for the loopback host, whose one principal is the
-// host itself (its engine, and so its rounds, serve no other host). The
-// principal is kept in memory only and never logged.
-func WithPrincipal(ctx context.Context, principal ports.Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
-}
-
-func principalFrom(ctx context.Context) ports.Principal {
-	p, _ := ctx.Value(principalKey{}).(ports.Principal)
-	return p
+	h.exchange(w, r, body, p, admitBatch)
 }
 
 // acquire takes n in-flight slots at once, or none.
@@ -261,7 +286,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	default:
 		// The body broke off (docs/SPEC.md K9): what arrived cannot be a whole message.
 		h.logger.Debug("streamable: refused", "status", http.StatusBadRequest, "reason", "body broke off")
-		writeJSON(w, http.StatusBadRequest, engine.ErrorResponse(engine.CodeParseError, "Parse error: the request body ended early"))
+		h.writeJSON(w, http.StatusBadRequest, engine.ErrorBody(engine.CodeParseError, "Parse error: the request body ended early"))
 	}
 	return nil, false
 }
@@ -271,18 +296,21 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // (never for a batch: batch responses are one JSON array, docs/SPEC.md §4).
 //
 // All writes happen on this goroutine. The engine runs on its own goroutine,
-// which ends when the engine returns: the call is cancelled with the request's
-// context, so a client that goes away ends it.
-func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, batch bool) {
+// which ends when the engine returns: the call is cancelled with the
+// request's context, so a client that goes away ends it, and the handler
+// still waits for it (its slots stay held until its calls have returned).
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, p ports.Principal, admitBatch func(int) int) {
 	ctx := r.Context()
+	batch := firstByte(body) == '['
 	// Notify is called by the session's goroutine before the engine answers;
 	// the buffer decouples it from a slow client, and a full buffer waits
 	// for the client (or the request's end) rather than grow.
 	notes := make(chan []byte, 64)
 	opts := engine.ExchangeOptions{
-		Headers:   mcpHeaders(r.Header),
-		MaxBatch:  h.maxBatch,
-		Principal: principalFrom(ctx),
+		Headers:    mcpHeaders(r.Header),
+		MaxBatch:   h.maxBatch,
+		Principal:  p,
+		AdmitBatch: admitBatch,
 		Notify: func(msg []byte) {
 			select {
 			case notes <- msg:
@@ -290,12 +318,10 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, 
 			}
 		},
 	}
-	if batch {
-		opts.Notify = nil
-	}
 	replies := make(chan engine.Reply, 1)
 	go func() { replies <- h.eng.Exchange(ctx, body, opts) }()
 
+	out := &stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}
 	var sseAfter <-chan time.Time
 	if !batch {
 		t := time.NewTimer(h.sseAfter)
@@ -309,7 +335,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, 
 		if s != nil {
 			return
 		}
-		s = startSSE(w)
+		s = startSSE(out)
 		ticker = time.NewTicker(h.keepAlive)
 		keepAlive = ticker.C
 	}
@@ -341,36 +367,88 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, 
 				}
 			}
 			switch {
+			case reply.Kind == engine.Cancelled:
+				// The client left: nothing to write.
+			case reply.Kind == engine.Busy:
+				h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
 			case s != nil:
 				if len(reply.Body) > 0 {
 					s.event(reply.Body)
 				}
 			case len(reply.Body) == 0:
-				w.WriteHeader(reply.Status)
+				w.WriteHeader(statusOf(reply.Kind))
 			default:
-				writeJSON(w, reply.Status, reply.Body)
+				h.writeBody(out, statusOf(reply.Kind), reply.Body)
 			}
 			return
 		}
 	}
 }
 
-// sseStream writes one text/event-stream response.
-type sseStream struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	broken bool // a write failed; the client is gone
+// statusOf maps the engine's outcome kinds to Streamable HTTP statuses
+// (docs/SPEC.md §4): the one place the framing chooses them.
+func statusOf(k engine.Outcome) int {
+	switch k {
+	case engine.Accepted:
+		return http.StatusAccepted
+	case engine.Invalid:
+		return http.StatusBadRequest
+	case engine.UnknownMethod:
+		return http.StatusNotFound
+	case engine.Busy:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusOK
 }
 
-func startSSE(w http.ResponseWriter) *sseStream {
-	h := w.Header()
+// stallWriter writes a response in chunks, renewing the connection's write
+// deadline before each, so a response that makes no progress for stall
+// fails and its connection closes, while a slow but steady reader is never
+// cut off (docs/SPEC.md §5.2). After a failure nothing more is written.
+type stallWriter struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	stall  time.Duration
+	broken bool
+}
+
+// stallChunk is what one write deadline covers.
+const stallChunk = 64 << 10
+
+func (s *stallWriter) write(b []byte) {
+	for len(b) > 0 && !s.broken {
+		n := min(len(b), stallChunk)
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
+		if _, err := s.w.Write(b[:n]); err != nil {
+			s.broken = true
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// flush sends what is buffered, under the same deadline rule.
+func (s *stallWriter) flush() {
+	if s.broken {
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
+	if err := s.rc.Flush(); err != nil {
+		s.broken = true
+	}
+}
+
+// sseStream writes one text/event-stream response.
+type sseStream struct{ out *stallWriter }
+
+func startSSE(out *stallWriter) *sseStream {
+	h := out.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &sseStream{w: w, rc: http.NewResponseController(w)}
-	s.flush()
-	return s
+	out.w.WriteHeader(http.StatusOK)
+	out.flush()
+	return &sseStream{out: out}
 }
 
 // event writes msg as one "message" event; a message holding line breaks
@@ -384,68 +462,39 @@ func (s *sseStream) event(msg []byte) {
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
-	s.write(b.Bytes())
+	s.out.write(b.Bytes())
+	s.out.flush()
 }
 
-func (s *sseStream) comment() { s.write([]byte(": keep-alive\n\n")) }
-
-func (s *sseStream) write(b []byte) {
-	if s.broken {
-		return
-	}
-	if _, err := s.w.Write(b); err != nil {
-		s.broken = true
-		return
-	}
-	s.flush()
-}
-
-func (s *sseStream) flush() {
-	if err := s.rc.Flush(); err != nil {
-		s.broken = true
-	}
-}
-
-// Refuse answers r with status and an empty body, without reading the
-// request body. When a body may still be on its way (declared or chunked),
-// the response says Connection: close, and the connection is closed once the
-// response is out and the unread body has been drained for at most
-// UnreadBodyGrace. Hosts use it for their admission refusals (403, 401,
-// 431), so these never wait for a body either.
-func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, status int) {
-	h.closeIfBodyPending(w, r)
-	w.WriteHeader(status)
+func (s *sseStream) comment() {
+	s.out.write([]byte(": keep-alive\n\n"))
+	s.out.flush()
 }
 
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
 	h.logger.Debug("streamable: refused", "status", status, "reason", reason)
-	h.Refuse(w, r, status)
+	refuse(w, r, status, h.unreadBodyGrace)
 }
 
 // refuseRPC answers with a JSON-RPC -32600 error without id (415, 406),
 // without reading the body.
 func (h *Handler) refuseRPC(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h.logger.Debug("streamable: refused", "status", status, "reason", msg)
-	h.closeIfBodyPending(w, r)
-	writeJSON(w, status, engine.ErrorResponse(engine.CodeInvalidRequest, msg))
+	closeIfBodyPending(w, r, h.unreadBodyGrace)
+	h.writeJSON(w, status, engine.ErrorBody(engine.CodeInvalidRequest, msg))
 }
 
-func (h *Handler) closeIfBodyPending(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 {
-		return
-	}
-	w.Header().Set("Connection", "close")
-	// net/http reads the rest of an unread body when the handler returns;
-	// bound that read, since the body may never come.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.unreadBodyGrace))
+// writeJSON answers status with an application/json body.
+func (h *Handler) writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h.writeBody(&stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}, status, body)
 }
 
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+func (h *Handler) writeBody(out *stallWriter, status int, body []byte) {
+	hd := out.w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	out.w.WriteHeader(status)
+	out.write(body)
 }
 
 // mcpHeaders collects the headers the modern revision compares with the body.
@@ -515,13 +564,4 @@ func firstByte(b []byte) byte {
 		return 0
 	}
 	return b[0]
-}
-
-// batchLen counts the elements of a JSON array; 1 when body is not one (the
-// engine answers it as invalid).
-func batchLen(body []byte) int {
-	if n, ok := engine.BatchLen(body); ok && n > 0 {
-		return n
-	}
-	return 1
 }

@@ -35,13 +35,30 @@ func serve(t *testing.T, opts streamable.Options) (*fake.Session, string) {
 		opts.UnreadBodyGrace = time.Minute
 	}
 	s := fake.New()
+	h, err := streamable.NewHandler(newEngine(t, s), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return s, srv.Listener.Addr().String()
+}
+
+// newEngine builds the engine for s, shut down when the test ends.
+func newEngine(t *testing.T, s ports.Session) *engine.Engine {
+	t.Helper()
 	eng, err := engine.New(s, engine.Options{Name: "t", Version: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(streamable.NewHandler(eng, opts))
-	t.Cleanup(srv.Close)
-	return s, srv.Listener.Addr().String()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
 }
 
 // raw sends head (request line and headers, without the blank line) and,
@@ -412,22 +429,61 @@ func TestSSEAfterDelay(t *testing.T) {
 	}
 }
 
-// TestBatchCountsInFlight: each batch element holds an in-flight slot.
-func TestBatchCountsInFlight(t *testing.T) {
-	_, addr := serve(t, streamable.Options{MaxInFlight: 2})
-	elem := func(id int) string { return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id) }
-	resp := post(t, t.Context(), addr, "["+elem(1)+","+elem(2)+"]")
-	if resp.StatusCode != 200 {
-		t.Fatalf("batch of 2 with 2 slots: %d", resp.StatusCode)
+// TestBatchHoldsAtMostHalfTheSlots: a batch runs its elements at most
+// MaxInFlight/2 at a time and holds that many slots, so one connection never
+// holds every slot (docs/SPEC.md §5.2); the rest stay for other clients,
+// and a batch whose slots are not free gets 503 without running anything.
+func TestBatchHoldsAtMostHalfTheSlots(t *testing.T) {
+	s, addr := serve(t, streamable.Options{MaxInFlight: 4})
+	started := s.Started()
+	slow := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, id)
 	}
-	resp = post(t, t.Context(), addr, "["+elem(1)+","+elem(2)+","+elem(3)+"]")
-	if resp.StatusCode != 503 {
-		t.Fatalf("batch of 3 with 2 slots: %d, want 503", resp.StatusCode)
+	batch := make(chan *http.Response, 1)
+	go func() {
+		resp, err := do(t.Context(), addr, "["+slow(1)+","+slow(2)+","+slow(3)+"]")
+		if err != nil {
+			t.Error(err)
+		}
+		batch <- resp
+	}()
+	<-started
+	<-started // two elements run; the third waits for one of them
+	singles := make(chan *http.Response, 2)
+	for id := range 2 {
+		go func() {
+			resp, err := do(t.Context(), addr, slow(10+id))
+			if err != nil {
+				t.Error(err)
+			}
+			singles <- resp
+		}()
 	}
-	// The slots were given back.
-	resp = post(t, t.Context(), addr, ping)
-	if resp.StatusCode != 200 {
-		t.Fatalf("after: %d", resp.StatusCode)
+	<-started
+	<-started // the other two slots are the other clients'
+	if resp := post(t, t.Context(), addr, ping); resp.StatusCode != 503 {
+		t.Fatalf("with every slot held: %d, want 503", resp.StatusCode)
+	}
+	if n := len(s.Calls()); n != 4 {
+		t.Errorf("%d calls started, want 4 (the batch's third element waits)", n)
+	}
+	s.Release()
+	for range 2 {
+		if resp := <-singles; resp == nil || resp.StatusCode != 200 {
+			t.Errorf("single slow call: %v", resp)
+		}
+	}
+	resp := <-batch
+	b, _ := io.ReadAll(resp.Body)
+	var arr []rpcReply
+	if resp.StatusCode != 200 || json.Unmarshal(b, &arr) != nil || len(arr) != 3 {
+		t.Errorf("batch: %d %s, want its three answers", resp.StatusCode, b)
+	}
+	// With 2 slots a batch runs one element at a time.
+	_, addr2 := serve(t, streamable.Options{MaxInFlight: 2})
+	pings := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`
+	if resp := post(t, t.Context(), addr2, pings); resp.StatusCode != 200 {
+		t.Errorf("a batch that runs one at a time with 2 slots: %d", resp.StatusCode)
 	}
 }
 
@@ -457,10 +513,13 @@ func TestPrincipalBindsRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(eng.Shutdown)
-	h := streamable.NewHandler(eng, streamable.Options{})
+	t.Cleanup(func() { _ = eng.Shutdown(context.Background()) })
+	h, err := streamable.NewHandler(eng, streamable.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(streamable.WithPrincipal(r.Context(), ports.Principal{Subject: r.Header.Get("X-Principal")})))
+		h.ServeMCP(w, r, ports.Principal{Subject: r.Header.Get("X-Principal")})
 	}))
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()

@@ -32,6 +32,7 @@ type Session struct {
 	mu      sync.Mutex
 	tools   []domain.Tool
 	started chan string // receives the name of every call as it starts; may be nil
+	ended   chan string // receives the name of every call as it returns; may be nil
 	release chan struct{}
 	calls   []string
 }
@@ -74,6 +75,27 @@ func (s *Session) Started() <-chan string {
 	return s.started
 }
 
+// Ended returns a channel that receives the tool name (or "submit") of each
+// call as the session returns from it. Call before serving.
+func (s *Session) Ended() <-chan string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = make(chan string, 128)
+	}
+	return s.ended
+}
+
+// done reports that the call name returned.
+func (s *Session) done(name string) {
+	s.mu.Lock()
+	ch := s.ended
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- name
+	}
+}
+
 // Release ends every slow call that is blocked, successfully.
 func (s *Session) Release() { close(s.release) }
 
@@ -102,6 +124,7 @@ func (s *Session) RuntimeTools(context.Context) ([]domain.Tool, error) {
 
 func (s *Session) InvokeTool(ctx context.Context, name string, args json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
 	s.note(name)
+	defer s.done(name)
 	switch name {
 	case "echo":
 		return domain.Envelope{Success: true, ToolName: name, Result: args, ExecutionID: "exec-1"}, nil
@@ -134,6 +157,7 @@ func (s *Session) InvokeTool(ctx context.Context, name string, args json.RawMess
 
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
 	s.note("submit")
+	defer s.done("submit")
 	switch prompt {
 	case "refuse":
 		return ports.TurnResult{}, ports.Refused("session is busy")

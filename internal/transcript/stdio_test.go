@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
@@ -35,11 +36,12 @@ func (stdioCarrier) Name() string { return "stdio" }
 func (stdioCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (transcript.Conn, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	tr, err := stdio.New(stdio.Options{Name: "agentmcp-test", Version: "1.2.3", Stdin: inR, Stdout: outW, AskClient: cfg.AskClient})
+	eng, err := engine.New(s, engine.Options{Name: "agentmcp-test", Version: "1.2.3", AskClient: cfg.AskClient})
 	if err != nil {
 		return nil, err
 	}
-	if err := tr.Attach(s); err != nil {
+	tr, err := stdio.New(eng, stdio.Options{Stdin: inR, Stdout: outW})
+	if err != nil {
 		return nil, err
 	}
 	if err := tr.Start(context.Background()); err != nil {
@@ -50,6 +52,10 @@ func (stdioCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config
 	c := &stdioConn{tr: tr, inW: inW, outR: outR, rd: bufio.NewReaderSize(outR, 1<<20), waited: make(chan struct{})}
 	go func() {
 		c.waitErr = tr.Wait()
+		// The composition root's part: the engine ends with its carrier.
+		if err := eng.Shutdown(context.Background()); err != nil && c.waitErr == nil {
+			c.waitErr = err
+		}
 		// The transport never closes stdout itself; closing our end of it
 		// lets the reader see the end once serving has ended.
 		outW.Close()

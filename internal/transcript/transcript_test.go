@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/transcript"
@@ -337,11 +338,12 @@ func TestStdioRunTimesOut(t *testing.T) {
 func TestOversizeLineMemory(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	tr, err := stdio.New(stdio.Options{Stdin: inR, Stdout: outW})
+	eng, err := engine.New(fake.New(), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Attach(fake.New()); err != nil {
+	tr, err := stdio.New(eng, stdio.Options{Stdin: inR, Stdout: outW})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Start(context.Background()); err != nil {

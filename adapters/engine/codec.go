@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// JSON-RPC 2.0 and MCP error codes (JSON-RPC 2.0 §5.1; MCP 2026-07-28
+// reserves -32020..-32099). Never renumber: they travel on the wire.
+const (
+	CodeParseError                 = -32700
+	CodeInvalidRequest             = -32600
+	CodeMethodNotFound             = -32601
+	CodeInvalidParams              = -32602
+	CodeInternalError              = -32603
+	CodeHeaderMismatch             = -32020
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// Error is a JSON-RPC error object as the engine sends it. Message is
+// client-visible. errors.Is matches two Errors with the same Code, so a
+// caller can test a wire error against the sentinels below:
+// errors.Is(err, engine.ErrInvalidParams).
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is, one per code the engine sends.
+var (
+	ErrParse                      = &Error{Code: CodeParseError, Message: "Parse error"}
+	ErrInvalidRequest             = &Error{Code: CodeInvalidRequest, Message: "Invalid Request"}
+	ErrMethodNotFound             = &Error{Code: CodeMethodNotFound, Message: "Method not found"}
+	ErrInvalidParams              = &Error{Code: CodeInvalidParams, Message: "Invalid params"}
+	ErrInternal                   = &Error{Code: CodeInternalError, Message: "Internal error"}
+	ErrHeaderMismatch             = &Error{Code: CodeHeaderMismatch, Message: "Header mismatch"}
+	ErrUnsupportedProtocolVersion = &Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version"}
+)
+
+func newError(code int, msg string) *Error { return &Error{Code: code, Message: msg} }
+
+func invalidRequest(why string) *Error { return newError(CodeInvalidRequest, "Invalid Request: "+why) }
+func invalidParams(why string) *Error  { return newError(CodeInvalidParams, "Invalid params: "+why) }
+
+// methodNotFound is the one -32601 of every path.
+func methodNotFound(method string) *Error {
+	if method == "" {
+		return newError(CodeMethodNotFound, "Method not found: empty method")
+	}
+	return newError(CodeMethodNotFound, "Method not found: "+method)
+}
+
+// id is a JSON-RPC request id as it arrived: its raw bytes are echoed back
+// byte for byte, and key identifies it by type and value ("14" ≠ 14).
+type id struct{ raw []byte }
+
+func (i id) valid() bool { return len(i.raw) > 0 }
+
+// key is the id's identity: "s:" + the decoded string or "n:" + the integer
+// (-0 is 0).
+func (i id) key() string {
+	if i.raw[0] == '"' {
+		return "s:" + unquote(i.raw)
+	}
+	if string(i.raw) == "-0" {
+		return "n:0"
+	}
+	return "n:" + string(i.raw)
+}
+
+// parseID accepts a string or an integer (MCP: RequestId is string |
+// integer; null is refused). A string that is not valid UTF-8 is refused
+// too: echoing it byte for byte would put a line on the wire that is not
+// JSON text (RFC 8259 §8.1), and replacing the bytes would not echo it.
+func parseID(raw []byte) (id, bool) {
+	if len(raw) == 0 {
+		return id{}, false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return id{raw}, validUTF8(raw)
+	case c == '-' || (c >= '0' && c <= '9'):
+		digits := raw
+		if c == '-' {
+			digits = raw[1:]
+		}
+		if len(digits) == 0 || bytes.ContainsAny(digits, ".eE+-") {
+			return id{}, false
+		}
+		return id{raw}, true
+	}
+	return id{}, false
+}
+
+// message is one decoded JSON-RPC message: the envelope members, each read
+// once, whatever their order.
+type message struct {
+	id        id
+	hasID     bool // an "id" member was present (even if invalid)
+	method    string
+	hasMethod bool // a "method" member was present (even if not a string)
+	params    []byte
+	result    []byte
+	err       []byte
+}
+
+func (m *message) isRequest() bool      { return m.hasMethod && m.hasID }
+func (m *message) isNotification() bool { return m.hasMethod && !m.hasID }
+
+// decodeMessage decodes one JSON object (already known to be valid JSON).
+// Every member is read before anything is judged, so an id is recovered
+// whatever the member order and whatever else is wrong (docs/SPEC.md §4;
+// K2, K3). On failure it returns a -32600 and the message as far as it
+// could be read; a message with a method and no id member is a notification
+// even when invalid, and gets no answer.
+func decodeMessage(obj []byte) (*message, *Error) {
+	var stack [8]member
+	ms, dup := members(obj, stack[:0])
+	m := &message{}
+	var version []byte
+	methodOK := true
+	for _, mb := range ms {
+		switch mb.name {
+		case "jsonrpc":
+			version = mb.value
+		case "id":
+			m.hasID = true
+			if i, ok := parseID(mb.value); ok {
+				m.id = i
+			}
+		case "method":
+			m.hasMethod = true
+			if isString(mb.value) {
+				m.method = unquote(mb.value)
+			} else {
+				methodOK = false
+			}
+		case "params":
+			m.params = mb.value
+		case "result":
+			m.result = mb.value
+		case "error":
+			m.err = mb.value
+		}
+	}
+	switch {
+	case dup:
+		return m, invalidRequest("duplicate member")
+	case string(version) != `"2.0"`:
+		return m, invalidRequest(`jsonrpc must be "2.0"`)
+	case m.hasID && !m.id.valid():
+		return m, invalidRequest("id must be a string or an integer")
+	case !methodOK:
+		return m, invalidRequest("method is not a string")
+	case m.hasMethod:
+		if m.result != nil || m.err != nil {
+			return m, invalidRequest("a request has no result or error")
+		}
+		if m.params != nil && !isObject(m.params) && m.params[0] != '[' {
+			return m, invalidRequest("params must be an object")
+		}
+	case m.hasID:
+		if (m.result == nil) == (m.err == nil) {
+			return m, invalidRequest("a response has exactly one of result and error")
+		}
+	default:
+		return m, invalidRequest("no method")
+	}
+	return m, nil
+}
+
+// firstByte is a frame's first byte after JSON whitespace (0 for none).
+func firstByte(b []byte) byte {
+	if i := skipSpace(b, 0); i < len(b) {
+		return b[i]
+	}
+	return 0
+}
+
+// encodeResponse encodes one response: result (already JSON) or the error,
+// with the id when one was recovered (MCP 2025-11-25+: never null).
+func encodeResponse(i id, result []byte, rerr *Error) []byte {
+	b := make([]byte, 0, 48+len(result))
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if i.valid() {
+		b = append(b, `,"id":`...)
+		b = append(b, i.raw...)
+	}
+	if rerr != nil {
+		b = append(b, `,"error":{"code":`...)
+		b = strconv.AppendInt(b, int64(rerr.Code), 10)
+		b = append(b, `,"message":`...)
+		b = appendString(b, rerr.Message)
+		if len(rerr.Data) > 0 {
+			b = append(b, `,"data":`...)
+			b = append(b, rerr.Data...)
+		}
+		b = append(b, '}')
+	} else {
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+	}
+	return append(b, '}')
+}
+
+// errorFrame encodes an error answer with the given id (zero id: no id).
+func errorFrame(i id, e *Error) []byte { return encodeResponse(i, nil, e) }
+
+// ErrorBody encodes a JSON-RPC error response without an id, for a framing
+// that refuses a body before the engine sees it (Streamable HTTP's 415, 406
+// and bodies that break off). MCP 2025-11-25+: an id that cannot be read is
+// omitted, never null.
+func ErrorBody(code int, message string) []byte {
+	return errorFrame(id{}, newError(code, message))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string exactly as encoding/json encodes
+// it with HTML escaping off (domain.MarshalJSON's setting): '"', '\\' and
+// control characters escaped (\b, \f, \n, \r, \t, else \u00XX), U+2028 and U+2029
+// as \u2028 and \u2029, invalid UTF-8 as \ufffd; everything else verbatim.
+func appendString[S string | []byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		// A copy of at most 4 bytes, so the conversion stays on the stack
+		// (as encoding/json does).
+		r, size := utf8.DecodeRuneInString(string(s[i : i+min(len(s)-i, utf8.UTFMax)]))
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,590 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Outcome is the kind of answer the engine gives one message or body; a
+// framing maps it to its own terms (Streamable HTTP: a status).
+type Outcome uint8
+
+const (
+	// Answered: a JSON-RPC response (or batch answer) to send; JSON-RPC
+	// errors answering a well-formed request included (HTTP 200).
+	Answered Outcome = iota
+	// Accepted: nothing to answer — a notification, a response, a batch of
+	// them (HTTP 202).
+	Accepted
+	// Invalid: the body is not JSON, not a valid request or batch, or failed
+	// modern validation; the body is its JSON-RPC error (HTTP 400).
+	Invalid
+	// UnknownMethod: a modern request for a method that revision does not
+	// have; the body is its -32601 (HTTP 404).
+	UnknownMethod
+	// Cancelled: the client cancelled the request or went away; nothing is
+	// written (docs/SPEC.md §3 "Cancellation").
+	Cancelled
+	// Busy: a batch whose in-flight slots the framing could not take;
+	// nothing ran (HTTP 503).
+	Busy
+)
+
+// reply is the engine's answer to one message.
+type reply struct {
+	kind Outcome
+	body []byte
+}
+
+var accepted = reply{kind: Accepted}
+
+func answered(b []byte) reply        { return reply{Answered, b} }
+func invalid(i id, e *Error) reply   { return reply{Invalid, errorFrame(i, e)} }
+func answerErr(i id, e *Error) reply { return reply{Answered, errorFrame(i, e)} }
+
+// peer is what a framing knows about whoever sent one message: the only
+// thing the pipeline's steps differ by.
+type peer struct {
+	conn *conn // the connection (ServeConn); nil for an exchange
+	// ctx is an exchange's request context (its calls are cancelled with
+	// it); connections give each request a context of its own.
+	ctx context.Context
+	// headers are the HTTP request's MCP headers; nil on a connection.
+	headers *Headers
+	// version is the legacy revision in force for an exchange (its
+	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
+	version   string
+	principal ports.Principal
+	// bind binds the peer's input-required rounds: its connection, or the
+	// HTTP principal (docs/SPEC.md §6).
+	bind string
+	// notify sends a notification related to one request (progress); nil
+	// drops them.
+	notify func([]byte)
+	// batchSlots, when set, bounds how many elements of an exchange's batch
+	// run at once.
+	batchSlots chan struct{}
+}
+
+// legacyVersion is the revision in force for a legacy request from p.
+func (p *peer) legacyVersion() string {
+	if p.conn != nil {
+		return p.conn.legacyVersion()
+	}
+	return p.version
+}
+
+// inbound is one request after decoding and era resolution.
+type inbound struct {
+	id      id
+	method  string
+	params  []member // nil when params is absent
+	meta    []member // params._meta's members; nil when absent
+	array   bool     // params was an array (MCP wants objects)
+	modern  bool
+	version string // legacy: the revision in force; modern: the requested one
+}
+
+func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
+func (in *inbound) metaValue(name string) ([]byte, bool) {
+	return lookup(in.meta, name)
+}
+
+// handle is the pipeline every framing feeds, one JSON-RPC message (not a
+// batch) at a time: decode, route responses and notifications, parse the
+// params, resolve the era, validate, gate the method, then run it. deliver
+// receives the answer exactly once, on this goroutine or, for a request
+// served on a goroutine of its own, on that one.
+func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) {
+	m, derr := decodeMessage(frame)
+	if derr != nil {
+		if m.isNotification() {
+			deliver(accepted) // a notification never gets a reply, not even an error
+			return
+		}
+		deliver(invalid(m.id, derr))
+		return
+	}
+	switch {
+	case !m.hasMethod: // a response
+		if p.conn != nil {
+			p.conn.response(m)
+		}
+		deliver(accepted)
+		return
+	case !m.hasID:
+		if p.conn != nil {
+			p.conn.notification(m)
+		}
+		deliver(accepted) // over HTTP a disconnect is the cancellation
+		return
+	}
+	if p.conn != nil && p.conn.isInFlight(m.id) {
+		// docs/SPEC.md §4: a request reusing an id still in flight gets
+		// -32600, the first is untouched, whatever its method.
+		deliver(answerErr(m.id, invalidRequest("id is already in flight")))
+		return
+	}
+	in, perr := parseParams(m)
+	if perr != nil {
+		deliver(invalid(m.id, perr))
+		return
+	}
+	in.modern = isModern(in, p.headers)
+	if in.modern {
+		if inBatch {
+			deliver(invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)))
+			return
+		}
+		if verr := validateModern(in, p.headers); verr != nil {
+			kind := Invalid
+			if verr.Code == CodeMethodNotFound {
+				kind = UnknownMethod
+			}
+			deliver(reply{kind, errorFrame(in.id, verr)})
+			return
+		}
+	} else {
+		in.version = p.legacyVersion()
+		switch in.method {
+		case "initialize", "ping":
+			if p.conn != nil && p.conn.atBound() {
+				// Answered on this goroutine, they never count as in
+				// flight, but at the bound they are refused like any
+				// other request (docs/SPEC.md §4).
+				deliver(e.refusal(in, "server is busy"))
+				return
+			}
+			if in.method == "ping" {
+				deliver(answered(encodeResponse(in.id, []byte("{}"), nil)))
+				return
+			}
+			if inBatch {
+				deliver(answerErr(in.id, invalidRequest("initialize must not be part of a batch")))
+				return
+			}
+			deliver(e.initialize(p, in))
+			return
+		case "tools/list", "tools/call":
+		default:
+			deliver(answerErr(in.id, methodNotFound(in.method)))
+			return
+		}
+	}
+	if p.conn != nil {
+		p.conn.start(p, in, deliver)
+		return
+	}
+	if inBatch && e.goCall(func() {
+		if p.batchSlots != nil {
+			p.batchSlots <- struct{}{}
+			defer func() { <-p.batchSlots }()
+		}
+		deliver(e.serve(p.ctx, p, in, nil))
+	}) {
+		return
+	}
+	deliver(e.serve(p.ctx, p, in, nil))
+}
+
+// handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
+// element through handle, answered with one array once every element is
+// done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
+// when set, is asked how many elements may run at once (0: Busy).
+func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
+	if !batchesAllowed(p.legacyVersion()) {
+		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+DefaultLegacyVersion)))
+		return
+	}
+	elems := elements(frame)
+	switch {
+	case len(elems) == 0:
+		deliver(invalid(id{}, invalidRequest("empty batch")))
+		return
+	case len(elems) > max:
+		deliver(invalid(id{}, invalidRequest("batch too large")))
+		return
+	}
+	if admit != nil {
+		run := admit(len(elems))
+		if run <= 0 {
+			deliver(reply{kind: Busy})
+			return
+		}
+		if run < len(elems) {
+			p.batchSlots = make(chan struct{}, run)
+		}
+	}
+	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
+	for i, el := range elems {
+		if firstByte(el) != '{' {
+			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
+			continue
+		}
+		e.handle(p, el, true, func(r reply) { b.put(i, r) })
+	}
+}
+
+// batch collects the answers of one batch.
+type batch struct {
+	mu      sync.Mutex
+	slots   [][]byte
+	pending int
+	deliver func(reply)
+}
+
+func (b *batch) put(i int, r reply) {
+	b.mu.Lock()
+	if r.kind != Cancelled {
+		b.slots[i] = r.body
+	}
+	b.pending--
+	done := b.pending == 0
+	b.mu.Unlock()
+	if !done {
+		return
+	}
+	out := []byte{'['}
+	for _, s := range b.slots {
+		if s != nil {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, s...)
+		}
+	}
+	if len(out) == 1 {
+		b.deliver(accepted) // notifications only: no output
+		return
+	}
+	b.deliver(answered(append(out, ']')))
+}
+
+// parseParams splits a request's params into members, refusing duplicates
+// among them and among _meta's members (docs/SPEC.md §4: members compared
+// with headers are matched exactly; a duplicate is -32600).
+func parseParams(m *message) (*inbound, *Error) {
+	in := &inbound{id: m.id, method: m.method}
+	if m.params == nil {
+		return in, nil
+	}
+	if m.params[0] == '[' {
+		in.array = true
+		return in, nil
+	}
+	var dup bool
+	in.params, dup = members(m.params, make([]member, 0, 4))
+	if dup {
+		return in, invalidRequest("duplicate member in params")
+	}
+	if raw, ok := in.param("_meta"); ok && isObject(raw) {
+		if in.meta, dup = members(raw, make([]member, 0, 4)); dup {
+			return in, invalidRequest("duplicate member in params._meta")
+		}
+	}
+	return in, nil
+}
+
+// isModern resolves the era of one request (docs/SPEC.md §4): modern when
+// _meta holds the protocolVersion key (any value), or an HTTP
+// MCP-Protocol-Version header names anything that is not a legacy revision.
+func isModern(in *inbound, h *Headers) bool {
+	if _, ok := in.metaValue(metaProtocolVersion); ok {
+		return true
+	}
+	return h != nil && h.HasProtocolVersion && !IsLegacyVersion(headerValue(h.ProtocolVersion))
+}
+
+// validateModern runs the modern checks in docs/SPEC.md §4's order.
+func validateModern(in *inbound, h *Headers) *Error {
+	vraw, hasV := in.metaValue(metaProtocolVersion)
+	caps, hasCaps := in.metaValue(metaClientCapabilities)
+	if in.meta == nil || !hasV || !hasCaps {
+		return invalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
+	}
+	if !isString(vraw) {
+		return invalidParams(metaProtocolVersion + " must be a string")
+	}
+	if !isObject(caps) {
+		return invalidParams(metaClientCapabilities + " must be an object")
+	}
+	in.version = unquote(vraw)
+	if h != nil {
+		if e := checkHeaders(in, h); e != nil {
+			return e
+		}
+	}
+	if in.version != ModernVersion {
+		data, _ := json.Marshal(struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}{supportedVersions[:], in.version})
+		return &Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data}
+	}
+	switch in.method {
+	case "server/discover", "tools/list", "tools/call":
+		return nil
+	}
+	return methodNotFound(in.method)
+}
+
+// checkHeaders compares MCP-Protocol-Version, Mcp-Method and (tools/call)
+// Mcp-Name with the body (-32020 HeaderMismatch).
+func checkHeaders(in *inbound, h *Headers) *Error {
+	mismatch := func(what string) *Error { return newError(CodeHeaderMismatch, "Header mismatch: "+what) }
+	if !h.HasProtocolVersion || headerValue(h.ProtocolVersion) != in.version {
+		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
+	}
+	if !h.HasMethod || headerValue(h.Method) != in.method {
+		return mismatch("Mcp-Method must equal the method")
+	}
+	if in.method == "tools/call" {
+		var name string
+		if raw, ok := in.param("name"); ok && isString(raw) {
+			name = unquote(raw)
+		}
+		if !h.HasName || headerValue(h.Name) != name {
+			return mismatch("Mcp-Name must equal params.name")
+		}
+	}
+	return nil
+}
+
+// initialize answers a legacy initialize. On a connection it negotiates
+// once; an exchange answers it without keeping state (docs/SPEC.md §4).
+func (e *Engine) initialize(p *peer, in *inbound) reply {
+	if p.conn != nil && p.conn.negotiated() {
+		return answerErr(in.id, invalidRequest("already initialized"))
+	}
+	if in.params == nil {
+		return answerErr(in.id, invalidParams("initialize needs params"))
+	}
+	raw, ok := in.param("protocolVersion")
+	if !ok || !isString(raw) {
+		return answerErr(in.id, invalidParams("initialize needs a string protocolVersion"))
+	}
+	version := unquote(raw)
+	if !IsLegacyVersion(version) {
+		version = LatestLegacyVersion
+	}
+	if p.conn != nil {
+		caps, _ := in.param("capabilities")
+		if !p.conn.negotiate(version, caps) {
+			return answerErr(in.id, invalidRequest("already initialized"))
+		}
+	}
+	b := appendString([]byte(`{"protocolVersion":`), version)
+	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
+	b = append(b, e.infoJSON...)
+	if e.instructions != "" {
+		b = appendString(append(b, `,"instructions":`...), e.instructions)
+	}
+	return answered(encodeResponse(in.id, append(b, '}'), nil))
+}
+
+// serve runs a request that needs the session (tools/list, tools/call,
+// server/discover) on ctx and encodes its answer. elicit, when set, lets
+// the call's prompts reach a legacy client (docs/SPEC.md §6).
+func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+	if in.array {
+		return answerErr(in.id, invalidParams("params must be an object"))
+	}
+	switch in.method {
+	case "server/discover":
+		b := append([]byte(`"supportedVersions":`), supportedVersionsJSON...)
+		b = append(b, `,"capabilities":{"tools":{}}`...)
+		if e.instructions != "" {
+			b = appendString(append(b, `,"instructions":`...), e.instructions)
+		}
+		b = e.appendCacheable(b)
+		return answered(encodeResponse(in.id, e.stamp(in, b), nil))
+	case "tools/list":
+		return e.listTools(ctx, in)
+	}
+	return e.callTool(ctx, p, in, elicit)
+}
+
+// stamp wraps a result's members into the result object: for a modern
+// request with resultType "complete" first and the serverInfo _meta last
+// (docs/SPEC.md §4 "Every modern result carries resultType … _meta"), for a
+// legacy one as they are. It is the one place results are stamped.
+func (e *Engine) stamp(in *inbound, members []byte) []byte {
+	return e.stampAs(in, "complete", members)
+}
+
+func (e *Engine) stampAs(in *inbound, resultType string, members []byte) []byte {
+	if !in.modern {
+		out := make([]byte, 0, len(members)+2)
+		return append(append(append(out, '{'), members...), '}')
+	}
+	out := make([]byte, 0, len(members)+len(e.metaJSON)+40)
+	out = append(out, `{"resultType":"`...)
+	out = append(out, resultType...)
+	out = append(out, `",`...)
+	out = append(out, members...)
+	out = append(out, `,"_meta":`...)
+	out = append(out, e.metaJSON...)
+	return append(out, '}')
+}
+
+// appendCacheable appends the ttlMs and cacheScope of list and discover
+// results (modern only; docs/SPEC.md §4).
+func (e *Engine) appendCacheable(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `,"ttlMs":`...), e.ttlMs, 10)
+	return append(b, `,"cacheScope":"private"`...)
+}
+
+func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
+	if _, ok := in.param("cursor"); ok {
+		return answerErr(in.id, invalidParams("tools/list has one page; cursor is not supported"))
+	}
+	cat, err := e.catalog(ctx)
+	if err != nil {
+		return answerErr(in.id, newError(CodeInternalError, domain.ClientMessage(err)))
+	}
+	tools, err := domain.MarshalJSON(cat.Tools())
+	if err != nil {
+		return answerErr(in.id, newError(CodeInternalError, "Internal error: the tool list could not be encoded"))
+	}
+	b := append([]byte(`"tools":`), tools...)
+	if in.modern {
+		b = e.appendCacheable(b)
+	}
+	return answered(encodeResponse(in.id, e.stamp(in, b), nil))
+}
+
+// callTool is docs/SPEC.md §3 in order.
+func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+	raw, ok := in.param("name")
+	if !ok || !isString(raw) {
+		return answerErr(in.id, invalidParams("tools/call needs a string name"))
+	}
+	name := unquote(raw)
+	args := []byte(`{}`)
+	if a, ok := in.param("arguments"); ok {
+		if !isObject(a) {
+			return answerErr(in.id, invalidParams("arguments must be an object"))
+		}
+		args = a
+	}
+	if in.modern {
+		if e.roundsOn(in) {
+			return e.callWithRounds(ctx, p, in, name, args)
+		}
+		if err := checkRoundParams(in); err != nil {
+			return answerErr(in.id, err)
+		}
+	}
+	caller := newCallCaller(in, p, elicit)
+	defer caller.finish()
+	result, rerr := e.runTool(ctx, caller, name, args)
+	if rerr != nil {
+		return answerErr(in.id, rerr)
+	}
+	return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, result)), nil))
+}
+
+// checkRoundParams refuses input-required round members where no round can
+// exist (asking is off, or this client cannot answer forms): inputResponses
+// must be an object and requestState a string, and any requestState is
+// unknown (-32602).
+func checkRoundParams(in *inbound) *Error {
+	if r, ok := in.param("inputResponses"); ok && !isObject(r) {
+		return invalidParams("inputResponses must be an object")
+	}
+	if s, ok := in.param("requestState"); ok {
+		if !isString(s) {
+			return invalidParams("requestState must be a string")
+		}
+		return errUnknownState
+	}
+	return nil
+}
+
+var errUnknownState = invalidParams("unknown or expired requestState")
+
+var errShutdownResult = domain.ToolError(ErrShuttingDown.Error())
+
+// shuttingDown reports whether a call on ctx ends because the server stops.
+func (e *Engine) shuttingDown(ctx context.Context) bool {
+	return e.isStopping() || errors.Is(context.Cause(ctx), ErrShuttingDown)
+}
+
+// runTool resolves the tool and runs it with caller: a tool result, or a
+// JSON-RPC error for a submission that failed inside its turn (docs/SPEC.md
+// §3.2). It is the one place session errors map to the wire.
+func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, args []byte) (domain.ToolResult, *Error) {
+	if e.shuttingDown(ctx) {
+		return errShutdownResult, nil
+	}
+	cat, err := e.catalog(ctx)
+	if err != nil {
+		return domain.ToolError(domain.ClientMessage(err)), nil
+	}
+	if cat.IsSubmit(name) {
+		prompt, ok := domain.SubmitPrompt(args)
+		if !ok {
+			return domain.ToolError(e.submit.InvalidArgumentsMessage()), nil
+		}
+		turn, err := e.session.Submit(ctx, prompt, caller)
+		switch {
+		case e.shuttingDown(ctx):
+			return errShutdownResult, nil
+		case err == nil:
+			return domain.TextResult(turn.Response), nil
+		case errors.Is(err, ports.ErrRefused):
+			return domain.ToolError(domain.ClientMessage(err)), nil
+		default:
+			return domain.ToolResult{}, newError(CodeInternalError, domain.ClientMessage(err))
+		}
+	}
+	if !cat.Has(name) {
+		return domain.ToolError(domain.UnknownToolMessage(name)), nil
+	}
+	env, err := e.session.InvokeTool(ctx, name, args, caller)
+	if e.shuttingDown(ctx) {
+		return errShutdownResult, nil
+	}
+	if err != nil {
+		return domain.ToolError(domain.ClientMessage(err)), nil
+	}
+	result, err := domain.RenderEnvelope(env)
+	if err != nil {
+		return domain.ToolError("tool result could not be encoded"), nil
+	}
+	return result, nil
+}
+
+// refusal answers a request that will not be served: tools/call gets the
+// tool error msg, anything else -32603 with msg (docs/SPEC.md §4).
+func (e *Engine) refusal(in *inbound, msg string) reply {
+	if in.method != "tools/call" {
+		return answerErr(in.id, newError(CodeInternalError, msg))
+	}
+	return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, domain.ToolError(msg))), nil))
+}
+
+// appendToolResult appends a CallToolResult's members (no braces):
+// "content":[{"type":"text","text":…}] and "isError" when set.
+func appendToolResult(b []byte, r domain.ToolResult) []byte {
+	b = append(b, `"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(append(b, `{"type":`...), c.Type)
+		b = appendString(append(b, `,"text":`...), c.Text)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if r.IsError != nil {
+		b = strconv.AppendBool(append(b, `,"isError":`...), *r.IsError)
+	}
+	return b
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// A one-pass walker over JSON text that is already known to be valid
+// (json.Valid ran first). It finds an object's members and the raw bytes of
+// each value without decoding them, so the envelope and the params are read
+// once, allocating only what the caller keeps. Member names are compared as
+// decoded strings ("\u006dethod" is "method", as encoding/json reads it).
+
+// member is one member of a JSON object: its decoded name and raw value.
+type member struct {
+	name  string
+	value []byte
+}
+
+// errDuplicate reports a member name that appears twice in one object.
+var errDuplicate = errors.New("duplicate member")
+
+// members returns the members of the JSON object obj (valid JSON whose first
+// non-space byte is '{'), appending to buf. dup is true when a name appears
+// more than once; every member is still returned, in order.
+func members(obj []byte, buf []member) (out []member, dup bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return buf, false
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return buf, false
+	}
+	start := len(buf)
+	for i < len(obj) {
+		end := skipString(obj, i)
+		name := unquote(obj[i:end])
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // the ':'
+		vend := skipValue(obj, i)
+		for _, m := range buf[start:] {
+			if m.name == name {
+				dup = true
+				break
+			}
+		}
+		buf = append(buf, member{name: name, value: obj[i:vend]})
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] == '}' {
+			break
+		}
+		i = skipSpace(obj, i+1) // the ','
+	}
+	return buf, dup
+}
+
+// lookup returns the value of the first member named name.
+func lookup(ms []member, name string) ([]byte, bool) {
+	for _, m := range ms {
+		if m.name == name {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// elements returns the raw elements of the JSON array arr (valid JSON whose
+// first non-space byte is '[').
+func elements(arr []byte) [][]byte {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return nil
+	}
+	i = skipSpace(arr, i+1)
+	var out [][]byte
+	for i < len(arr) && arr[i] != ']' {
+		end := skipValue(arr, i)
+		out = append(out, arr[i:end])
+		i = skipSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
+		}
+	}
+	return out
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}
+
+// unquote decodes a JSON string literal (with its quotes). The common case,
+// no escapes, is one conversion.
+func unquote(lit []byte) string {
+	if len(lit) < 2 {
+		return ""
+	}
+	body := lit[1 : len(lit)-1]
+	for _, c := range body {
+		if c == '\\' {
+			var s string
+			_ = json.Unmarshal(lit, &s)
+			return s
+		}
+	}
+	return string(body)
+}
+
+// isString reports whether raw is a JSON string.
+func isString(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// validUTF8 reports whether b holds valid UTF-8 (an id echoed byte for byte
+// must, or the line would not be JSON text: RFC 8259 §8.1).
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
