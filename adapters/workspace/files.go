@@ -231,7 +231,58 @@ type searcher struct {
 	caller   ports.Caller
 	re       *regexp.Regexp
 	res      searchResult
-	examined int // files looked at, searched or skipped
+	examined int        // files looked at, searched or skipped
+	long     lineReader // feeds lines over CancelCheckBytes to the matcher
+}
+
+// lineCheckBytes is how often lineReader checks for cancellation: finer
+// than CancelCheckBytes, since a check costs nothing next to a rune's
+// matching, so that a cancelled match ends well within one unit.
+const lineCheckBytes = 256
+
+// lineReader hands one line to regexp.MatchReader a rune at a time, decoded
+// as regexp decodes a []byte (an invalid byte is U+FFFD, one byte wide), and
+// reports the end of the line early once ctx is done: Go's regexp offers no
+// other way to stop a match, and one line can cost seconds.
+type lineReader struct {
+	ctx   context.Context
+	line  []byte
+	off   int // bytes handed out
+	check int // offset of the next cancellation check
+}
+
+func (r *lineReader) reset(ctx context.Context, line []byte) {
+	*r = lineReader{ctx: ctx, line: line}
+}
+
+func (r *lineReader) ReadRune() (rune, int, error) {
+	if r.off >= r.check {
+		if err := r.ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		r.check = r.off + lineCheckBytes
+	}
+	if r.off >= len(r.line) {
+		return 0, 0, io.EOF
+	}
+	c, size := rune(r.line[r.off]), 1
+	if c >= utf8.RuneSelf {
+		c, size = utf8.DecodeRune(r.line[r.off:])
+	}
+	r.off += size
+	return c, size, nil
+}
+
+// match reports whether line matches, matching at most CancelCheckBytes
+// bytes between two checks for cancellation. When w.ctx ends meanwhile the
+// answer means nothing: the caller checks w.ctx after it.
+func (w *searcher) match(line []byte) bool {
+	if len(line) <= CancelCheckBytes {
+		return w.re.Match(line) // in one piece: keeps regexp's fast paths (literal prefixes, backtracking)
+	}
+	w.long.reset(w.ctx, line)
+	defer w.long.reset(nil, nil)
+	return w.re.MatchReader(&w.long)
 }
 
 func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
@@ -358,7 +409,14 @@ func (w *searcher) search(rel string) error {
 		}
 		n++
 		line = bytes.TrimRight(line, "\r\n")
-		if !w.re.Match(line) {
+		if w.s.hooks.beforeMatch != nil {
+			w.s.hooks.beforeMatch(rel, n)
+		}
+		matched := w.match(line)
+		if w.ctx.Err() != nil { // possibly during the match, which then ended early
+			return cancelled("search_text")
+		}
+		if !matched {
 			continue
 		}
 		if len(w.res.Matches) == MaxMatches {
