@@ -81,7 +81,8 @@ var toolSpecs = []toolSpec{
 		annotations: domain.ToolAnnotations{ReadOnlyHint: domain.Hint(false), DestructiveHint: domain.Hint(true),
 			IdempotentHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)},
 		description: `Write one file of the workspace, replacing it if it exists. Asks the user for permission first; a denied call writes nothing. ` +
-			`path is relative to the workspace root; its directory must already exist (no directories are created) and an existing target must be a regular file. ` +
+			`path is relative to the workspace root; its directory must already exist (no directories are created), no directory on it may be a symbolic link, and an existing target must be a regular file. ` +
+			`If the path changes while the user decides (a directory on it replaced, removed or turned into a link, the target turned into a link or a directory), nothing is written and the call fails saying the path changed while permission was pending. ` +
 			`content is the whole new text, at most 1 MiB (1048576 bytes) of UTF-8. The file is replaced atomically (a temporary file in the same directory, then a rename); ` +
 			`an existing file keeps its permission bits, a new one gets 0644 less the umask. Returns {path, bytes, created, sha256}.`,
 		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"File to write, relative to the workspace root; its directory must exist."},"content":{"type":"string","description":"The complete new content of the file, at most 1 MiB of UTF-8."}},"required":["path","content"],"additionalProperties":false}`),

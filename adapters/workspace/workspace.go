@@ -43,6 +43,23 @@
 //     only (the path, and the content as a contents argument, which the
 //     engine shows as size and SHA-256); a denied or cancelled prompt writes
 //     nothing.
+//   - write_file lands exactly at the path the person approved
+//     (docs/SPEC.md §8). No directory on it may be a symbolic link, even
+//     one that stays inside the root, and each one's identity is recorded
+//     when it is checked. After the approval the path is walked again from
+//     the root, each directory opened by its name in the one opened before
+//     and required to be the very directory checked, named without a link;
+//     the target must still be a regular file or absent; the temporary
+//     file, the rename and the link are then made by single names relative
+//     to the last directory opened, so nothing re-resolves the path. If
+//     anything on it changed while permission was pending (a directory
+//     removed, replaced by another or by a link, the target turned into a
+//     link or a directory), the call fails with "<path> changed while
+//     permission was pending (<what it is now>)" and writes nothing. A new
+//     file is linked into place, never renamed, so a file that appeared
+//     meanwhile is not replaced. Left open: a verified directory renamed
+//     elsewhere in the microseconds between that walk and the write takes
+//     the new file with it, as it would a moment later.
 //   - Files are opened non-blocking and checked to be regular files on the
 //     open descriptor, so a FIFO or device in the tree cannot stall a call.
 //   - Cancelling a call's ctx ends it with a failed envelope
