@@ -77,6 +77,7 @@ type listResult struct {
 	Path      string      `json:"path"`
 	Entries   []listEntry `json:"entries"`
 	Truncated bool        `json:"truncated"`
+	Skipped   int         `json:"skipped"` // entries whose names are not UTF-8
 }
 
 func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (any, error) {
@@ -111,6 +112,10 @@ func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (a
 		}
 		batch, err := d.ReadDir(256)
 		for _, e := range batch {
+			if !nameable(e.Name()) {
+				res.Skipped++
+				continue
+			}
 			res.Entries = append(res.Entries, describeEntry(e))
 		}
 		if len(res.Entries) > 2*MaxListEntries {
@@ -126,6 +131,13 @@ func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (a
 	trim()
 	return res, nil
 }
+
+// nameable reports whether a directory entry's name can be reported to a
+// client and handed back: JSON text is Unicode, so a name that is not valid
+// UTF-8 would come out with U+FFFD in place of its stray bytes, naming
+// nothing or, worse, another file. Such entries are left out and counted
+// (the package doc says why no escaped form is offered instead).
+func nameable(name string) bool { return utf8.ValidString(name) }
 
 func describeEntry(e fs.DirEntry) listEntry {
 	le := listEntry{Name: e.Name()}
@@ -336,7 +348,8 @@ func (s *Session) beforeOpen(rel string) {
 
 // dir searches the directory rel (slash-separated, relative to the root),
 // entries in name order. Symbolic links and .git directories are not entered.
-// A directory that cannot be read counts as one skipped file.
+// A directory that cannot be read counts as one skipped file, as does a file
+// or directory whose name is not UTF-8 (it is neither searched nor entered).
 func (w *searcher) dir(rel string) error {
 	if w.ctx.Err() != nil {
 		return cancelled("search_text")
@@ -357,6 +370,10 @@ func (w *searcher) dir(rel string) error {
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
 		switch t := e.Type(); {
+		case !nameable(e.Name()):
+			if t.IsDir() || t.IsRegular() { // what would have been searched
+				w.res.FilesSkipped++
+			}
 		case t.IsDir() && e.Name() != ".git":
 			err = w.dir(child)
 		case t.IsRegular():

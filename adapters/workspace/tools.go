@@ -41,8 +41,9 @@ var toolSpecs = []toolSpec{
 		title:       "List a directory",
 		annotations: readOnly,
 		description: `List the entries of one directory of the workspace. path is relative to the workspace root ("." is the root). ` +
-			`Returns {path, entries:[{name, type, size}], truncated}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
-			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed.`,
+			`Returns {path, entries:[{name, type, size}], truncated, skipped}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
+			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed. ` +
+			`Entries whose names are not valid UTF-8 cannot be named through this interface: they are left out and counted in skipped; every name listed can be passed back as a path.`,
 		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"Directory to list, relative to the workspace root; \".\" is the root."}},"required":["path"],"additionalProperties":false}`),
 		params: []string{"path"},
 		run:    (*Session).listDir,
@@ -64,7 +65,7 @@ var toolSpecs = []toolSpec{
 		annotations: readOnly,
 		description: `Search the workspace's text files for lines matching a regular expression (Go RE2 syntax, case-sensitive unless it starts with (?i), at most 1024 bytes). ` +
 			`path (optional, default the workspace root) is a directory searched recursively, or a single file. Symbolic links and .git directories are not entered; ` +
-			`binary files (holding a NUL byte) and files over 1 MiB are skipped and counted in filesSkipped. ` +
+			`binary files (holding a NUL byte), files over 1 MiB, and files or directories whose names are not valid UTF-8 (they cannot be named through this interface) are skipped and counted in filesSkipped. ` +
 			`Returns {pattern, path, matches:[{path, line, text, cut}], truncated, filesSearched, filesSkipped}: matches in path order then line order (lines count from 1), ` +
 			`at most 1000 (truncated is true when there were more); text is the matching line, at most 256 bytes (cut is true when the line was longer). ` +
 			`Reports progress every 100 files.`,

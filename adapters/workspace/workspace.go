@@ -60,6 +60,18 @@
 //     meanwhile is not replaced. Left open: a verified directory renamed
 //     elsewhere in the microseconds between that walk and the write takes
 //     the new file with it, as it would a moment later.
+//   - Names that are not valid UTF-8 (a Latin-1 "caf\xe9.txt", say) are
+//     never reported: JSON text is Unicode, and the lossy form (U+FFFD for
+//     each stray byte) names nothing, or another file ("caf\uFFFD.txt" may
+//     exist too). list_dir leaves such entries out and counts them in
+//     "skipped"; search_text neither searches nor enters them and counts
+//     each in filesSkipped. So every name a tool reports is one every path
+//     argument accepts, naming that same entry. No escaped form is offered:
+//     any escape syntax is also a possible real name, so real names holding
+//     its escape character would have to be escaped too, and a model would
+//     see names that differ from the ones in source text or a shell and
+//     write them back either way; such names are rare (legacy archives) and
+//     are for a person to rename.
 //   - Files are opened non-blocking and checked to be regular files on the
 //     open descriptor, so a FIFO or device in the tree cannot stall a call.
 //   - Cancelling a call's ctx ends it with a failed envelope
