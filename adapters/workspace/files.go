@@ -491,9 +491,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	// Checks before asking, so that nobody is asked to approve a write that
 	// cannot happen. They also record what was checked: the write itself
 	// walks the path again and fails if any of it changed meanwhile.
-	parent := relPath{display: path.Dir(p.display)}
-	parent.name = filepath.FromSlash(parent.display)
-	dirs, err := s.checkDirs(parent)
+	dirs, err := s.checkDirs(relPath{display: path.Dir(p.display)})
 	if err != nil {
 		return nil, err
 	}
@@ -601,8 +599,8 @@ func (s *Session) checkDirs(parent relPath) ([]checkedDir, error) {
 // stays inside the root, so after the open the name is looked at again
 // without following it and must be that same directory. Whatever comes next
 // is done relative to the returned directory: no path is resolved again.
-func (s *Session) openDirs(dirs []checkedDir) (dir *os.Root, closeDir func(), err error) {
-	dir = s.root
+func (s *Session) openDirs(dirs []checkedDir) (*os.Root, func(), error) {
+	dir := s.root
 	for _, d := range dirs {
 		sub, err := dir.OpenRoot(d.name)
 		if err == nil {
