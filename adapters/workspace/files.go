@@ -77,6 +77,7 @@ type listResult struct {
 	Path      string      `json:"path"`
 	Entries   []listEntry `json:"entries"`
 	Truncated bool        `json:"truncated"`
+	Skipped   int         `json:"skipped"` // entries whose names are not UTF-8
 }
 
 func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (any, error) {
@@ -111,6 +112,10 @@ func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (a
 		}
 		batch, err := d.ReadDir(256)
 		for _, e := range batch {
+			if !nameable(e.Name()) {
+				res.Skipped++
+				continue
+			}
 			res.Entries = append(res.Entries, describeEntry(e))
 		}
 		if len(res.Entries) > 2*MaxListEntries {
@@ -126,6 +131,13 @@ func (s *Session) listDir(ctx context.Context, args toolArgs, _ ports.Caller) (a
 	trim()
 	return res, nil
 }
+
+// nameable reports whether a directory entry's name can be reported to a
+// client and handed back: JSON text is Unicode, so a name that is not valid
+// UTF-8 would come out with U+FFFD in place of its stray bytes, naming
+// nothing or, worse, another file. Such entries are left out and counted
+// (the package doc says why no escaped form is offered instead).
+func nameable(name string) bool { return utf8.ValidString(name) }
 
 func describeEntry(e fs.DirEntry) listEntry {
 	le := listEntry{Name: e.Name()}
@@ -231,7 +243,58 @@ type searcher struct {
 	caller   ports.Caller
 	re       *regexp.Regexp
 	res      searchResult
-	examined int // files looked at, searched or skipped
+	examined int        // files looked at, searched or skipped
+	long     lineReader // feeds lines over CancelCheckBytes to the matcher
+}
+
+// lineCheckBytes is how often lineReader checks for cancellation: finer
+// than CancelCheckBytes, since a check costs nothing next to a rune's
+// matching, so that a cancelled match ends well within one unit.
+const lineCheckBytes = 256
+
+// lineReader hands one line to regexp.MatchReader a rune at a time, decoded
+// as regexp decodes a []byte (an invalid byte is U+FFFD, one byte wide), and
+// reports the end of the line early once ctx is done: Go's regexp offers no
+// other way to stop a match, and one line can cost seconds.
+type lineReader struct {
+	ctx   context.Context
+	line  []byte
+	off   int // bytes handed out
+	check int // offset of the next cancellation check
+}
+
+func (r *lineReader) reset(ctx context.Context, line []byte) {
+	*r = lineReader{ctx: ctx, line: line}
+}
+
+func (r *lineReader) ReadRune() (rune, int, error) {
+	if r.off >= r.check {
+		if err := r.ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		r.check = r.off + lineCheckBytes
+	}
+	if r.off >= len(r.line) {
+		return 0, 0, io.EOF
+	}
+	c, size := rune(r.line[r.off]), 1
+	if c >= utf8.RuneSelf {
+		c, size = utf8.DecodeRune(r.line[r.off:])
+	}
+	r.off += size
+	return c, size, nil
+}
+
+// match reports whether line matches, matching at most CancelCheckBytes
+// bytes between two checks for cancellation. When w.ctx ends meanwhile the
+// answer means nothing: the caller checks w.ctx after it.
+func (w *searcher) match(line []byte) bool {
+	if len(line) <= CancelCheckBytes {
+		return w.re.Match(line) // in one piece: keeps regexp's fast paths (literal prefixes, backtracking)
+	}
+	w.long.reset(w.ctx, line)
+	defer w.long.reset(nil, nil)
+	return w.re.MatchReader(&w.long)
 }
 
 func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
@@ -285,7 +348,8 @@ func (s *Session) beforeOpen(rel string) {
 
 // dir searches the directory rel (slash-separated, relative to the root),
 // entries in name order. Symbolic links and .git directories are not entered.
-// A directory that cannot be read counts as one skipped file.
+// A directory that cannot be read counts as one skipped file, as does a file
+// or directory whose name is not UTF-8 (it is neither searched nor entered).
 func (w *searcher) dir(rel string) error {
 	if w.ctx.Err() != nil {
 		return cancelled("search_text")
@@ -306,6 +370,10 @@ func (w *searcher) dir(rel string) error {
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
 		switch t := e.Type(); {
+		case !nameable(e.Name()):
+			if t.IsDir() || t.IsRegular() { // what would have been searched
+				w.res.FilesSkipped++
+			}
 		case t.IsDir() && e.Name() != ".git":
 			err = w.dir(child)
 		case t.IsRegular():
@@ -358,7 +426,14 @@ func (w *searcher) search(rel string) error {
 		}
 		n++
 		line = bytes.TrimRight(line, "\r\n")
-		if !w.re.Match(line) {
+		if w.s.hooks.beforeMatch != nil {
+			w.s.hooks.beforeMatch(rel, n)
+		}
+		matched := w.match(line)
+		if w.ctx.Err() != nil { // possibly during the match, which then ended early
+			return cancelled("search_text")
+		}
+		if !matched {
 			continue
 		}
 		if len(w.res.Matches) == MaxMatches {
@@ -414,25 +489,11 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 	}
 
 	// Checks before asking, so that nobody is asked to approve a write that
-	// cannot happen. They decide nothing about safety: the write itself goes
-	// through the root again.
-	parent := relPath{display: path.Dir(p.display)}
-	parent.name = filepath.FromSlash(parent.display)
-	// The dialog shows the path as given, so it must be where the write
-	// lands: a link inside the root (say notes -> .git/hooks) would make an
-	// approved "notes/x" write somewhere else. Links are refused anywhere in
-	// a write's path, not only as its last element.
-	for dir := parent.display; dir != "."; dir = path.Dir(dir) {
-		if st, err := s.root.Lstat(filepath.FromSlash(dir)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%q is a symbolic link: write_file does not write through links", dir)
-		}
-	}
-	if st, err := s.root.Stat(parent.name); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("directory %s (write_file creates no directories)", fsError(parent, err))
-	} else if err != nil {
-		return nil, fmt.Errorf("directory %s", fsError(parent, err))
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("%q is not a directory", parent.display)
+	// cannot happen. They also record what was checked: the write itself
+	// walks the path again and fails if any of it changed meanwhile.
+	dirs, err := s.checkDirs(relPath{display: path.Dir(p.display)})
+	if err != nil {
+		return nil, err
 	}
 	created, perm, existing := true, fs.FileMode(0o644), int64(0)
 	switch st, err := s.root.Lstat(p.name); {
@@ -485,28 +546,165 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 			return nil, fmt.Errorf("%q was not overwritten: no answer whether to overwrite it or keep it", p.display)
 		}
 	}
-	if err := s.replace(p, parent, []byte(content), perm, created); err != nil {
+	if err := s.replace(p, dirs, []byte(content), perm, created); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(content))
 	return writeResult{Path: p.display, Bytes: len(content), Created: created, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// replace writes data to a fresh temporary file in p's directory, then
-// renames it over p (an approved overwrite: p holds the old or the new
-// content, never a mix) or, for a new file, links it to p, which fails
-// rather than replace a file that appeared meanwhile.
-func (s *Session) replace(p, parent relPath, data []byte, perm fs.FileMode, created bool) error {
+// checkedDir is one directory on a write's path as write_file checked it
+// before asking: a real directory, not a symbolic link.
+type checkedDir struct {
+	display string      // slash-separated, from the root, for messages
+	name    string      // its name in its parent
+	info    fs.FileInfo // its identity (os.SameFile) when checked
+}
+
+// checkDirs checks, before asking, every directory on the path from the
+// root to parent (the root itself excluded): each must exist and be a
+// directory, not a symbolic link. The dialog shows the path as given, so it
+// must be where the write lands: a link inside the root (say notes ->
+// .git/hooks) would make an approved "notes/x" write somewhere else. It
+// returns them in order, for openDirs to verify at write time.
+func (s *Session) checkDirs(parent relPath) ([]checkedDir, error) {
+	if parent.display == "." {
+		return nil, nil
+	}
+	var dirs []checkedDir
+	display := ""
+	for name := range strings.SplitSeq(parent.display, "/") {
+		display = path.Join(display, name)
+		st, err := s.root.Lstat(filepath.FromSlash(display))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("directory %s (write_file creates no directories)", fsError(parent, err))
+		case err != nil:
+			return nil, fmt.Errorf("directory %s", fsError(relPath{display: display}, err))
+		case st.Mode()&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("%q is a symbolic link: write_file does not write through links", display)
+		case !st.IsDir():
+			return nil, fmt.Errorf("%q is not a directory", display)
+		}
+		dirs = append(dirs, checkedDir{display: display, name: name, info: st})
+	}
+	return dirs, nil
+}
+
+// openDirs walks dirs again at write time, from the root, opening each
+// directory by its name in the one opened before (never by a path), and
+// returns the last one (the root when dirs is empty) with a function that
+// closes it. Each must still be the very directory checked (os.SameFile)
+// and be reached by its name without a link: OpenRoot follows a link that
+// stays inside the root, so after the open the name is looked at again
+// without following it and must be that same directory. Whatever comes next
+// is done relative to the returned directory: no path is resolved again.
+func (s *Session) openDirs(dirs []checkedDir) (*os.Root, func(), error) {
+	dir := s.root
+	for _, d := range dirs {
+		sub, err := dir.OpenRoot(d.name)
+		if err == nil {
+			err = sameDir(dir, sub, d)
+		}
+		if dir != s.root {
+			dir.Close()
+		}
+		if err != nil {
+			if sub != nil {
+				sub.Close()
+			}
+			return nil, nil, s.changed(d.display, true)
+		}
+		dir = sub
+	}
+	if dir == s.root {
+		return dir, func() {}, nil
+	}
+	return dir, func() { dir.Close() }, nil
+}
+
+// errNotSame marks a directory that is not the one checked.
+var errNotSame = errors.New("not the directory checked")
+
+// sameDir reports whether sub, opened as d.name in parent, is the directory
+// d recorded and is what d.name names in parent, not through a link.
+func sameDir(parent, sub *os.Root, d checkedDir) error {
+	now, err := sub.Stat(".")
+	if err != nil {
+		return err
+	}
+	named, err := parent.Lstat(d.name)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(now, d.info) || !os.SameFile(named, now) {
+		return errNotSame
+	}
+	return nil
+}
+
+// changed is the failure of a write whose path changed while the person
+// was deciding: display, a directory on it (isDir) or the target, is no
+// longer what was checked. The reason is looked up for the message only;
+// the decision was taken on open descriptors.
+func (s *Session) changed(display string, isDir bool) error {
+	why := "it is no longer what was checked"
+	name := filepath.FromSlash(display)
+	switch st, err := s.root.Lstat(name); {
+	case errors.Is(err, fs.ErrNotExist):
+		why = "it no longer exists"
+	case err != nil:
+		why = fsReason(err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		why = "it is now a symbolic link"
+		if _, err := s.root.Stat(name); err != nil && fsReason(err) == "leads outside the workspace root" {
+			why += " that leads outside the workspace root"
+		}
+	case isDir && st.IsDir():
+		why = "it is another directory than the one checked"
+	case isDir:
+		why = "it is no longer a directory"
+	case st.IsDir():
+		why = "it is now a directory"
+	case !st.Mode().IsRegular():
+		why = "it is now neither a file nor a directory"
+	}
+	return fmt.Errorf("%q changed while permission was pending (%s): nothing was written; call write_file again to be asked about the path as it is now", display, why)
+}
+
+// replace writes data at p, in the directory dirs leads to, once openDirs
+// has verified that path: to a fresh temporary file there, then renamed
+// over p's name (an approved overwrite: p holds the old or the new content,
+// never a mix) or, for a new file, linked to it, which fails rather than
+// replace a file that appeared meanwhile. All of it is relative to the
+// verified directory's descriptor, by single names.
+func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool) error {
+	dir, closeDir, err := s.openDirs(dirs)
+	if err != nil {
+		return err
+	}
+	defer closeDir()
+	base := path.Base(p.display)
+	switch st, err := dir.Lstat(base); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fsError(p, err)
+	case !st.Mode().IsRegular(): // a link, a directory or stranger: not what was approved
+		return s.changed(p.display, false)
+	case created:
+		return appeared(p)
+	}
+
 	var nonce [6]byte
 	rand.Read(nonce[:])
-	tmp := filepath.Join(parent.name, ".agentmcp-"+hex.EncodeToString(nonce[:])+".tmp")
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	tmp := ".agentmcp-" + hex.EncodeToString(nonce[:]) + ".tmp"
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("cannot write next to %s", fsError(p, err))
 	}
 	fail := func(err error) error {
 		f.Close()
-		s.root.Remove(tmp)
+		dir.Remove(tmp)
 		return fsError(p, err)
 	}
 	if !created { // OpenFile's mode went through the umask; keep the old bits exactly
@@ -521,26 +719,30 @@ func (s *Session) replace(p, parent relPath, data []byte, perm fs.FileMode, crea
 		return fail(err)
 	}
 	if err := f.Close(); err != nil {
-		s.root.Remove(tmp)
+		dir.Remove(tmp)
 		return fsError(p, err)
 	}
 	if created {
 		// A new file must not replace one that appeared after the checks
 		// (the approval said "create"): a hard link fails if the name
 		// exists, where a rename would silently replace it.
-		err := s.root.Link(tmp, p.name)
-		s.root.Remove(tmp)
+		err := dir.Link(tmp, base)
+		dir.Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%q appeared after write_file checked it and was not overwritten; call write_file again to be asked about replacing it", p.display)
+			return appeared(p)
 		}
 		if err != nil {
 			return fsError(p, err)
 		}
 		return nil
 	}
-	if err := s.root.Rename(tmp, p.name); err != nil {
-		s.root.Remove(tmp)
+	if err := dir.Rename(tmp, base); err != nil {
+		dir.Remove(tmp)
 		return fsError(p, err)
 	}
 	return nil
+}
+
+func appeared(p relPath) error {
+	return fmt.Errorf("%q appeared after write_file checked it and was not overwritten; call write_file again to be asked about replacing it", p.display)
 }

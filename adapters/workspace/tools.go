@@ -41,8 +41,9 @@ var toolSpecs = []toolSpec{
 		title:       "List a directory",
 		annotations: readOnly,
 		description: `List the entries of one directory of the workspace. path is relative to the workspace root ("." is the root). ` +
-			`Returns {path, entries:[{name, type, size}], truncated}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
-			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed.`,
+			`Returns {path, entries:[{name, type, size}], truncated, skipped}: type is "file", "dir", "symlink" or "other"; size (bytes) is given for files only. ` +
+			`Entries are sorted by name, at most 1000; truncated is true when the directory holds more. Symbolic links are listed, not followed. ` +
+			`Entries whose names are not valid UTF-8 cannot be named through this interface: they are left out and counted in skipped; every name listed can be passed back as a path.`,
 		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"Directory to list, relative to the workspace root; \".\" is the root."}},"required":["path"],"additionalProperties":false}`),
 		params: []string{"path"},
 		run:    (*Session).listDir,
@@ -64,7 +65,7 @@ var toolSpecs = []toolSpec{
 		annotations: readOnly,
 		description: `Search the workspace's text files for lines matching a regular expression (Go RE2 syntax, case-sensitive unless it starts with (?i), at most 1024 bytes). ` +
 			`path (optional, default the workspace root) is a directory searched recursively, or a single file. Symbolic links and .git directories are not entered; ` +
-			`binary files (holding a NUL byte) and files over 1 MiB are skipped and counted in filesSkipped. ` +
+			`binary files (holding a NUL byte), files over 1 MiB, and files or directories whose names are not valid UTF-8 (they cannot be named through this interface) are skipped and counted in filesSkipped. ` +
 			`Returns {pattern, path, matches:[{path, line, text, cut}], truncated, filesSearched, filesSkipped}: matches in path order then line order (lines count from 1), ` +
 			`at most 1000 (truncated is true when there were more); text is the matching line, at most 256 bytes (cut is true when the line was longer). ` +
 			`Reports progress every 100 files.`,
@@ -81,7 +82,8 @@ var toolSpecs = []toolSpec{
 		annotations: domain.ToolAnnotations{ReadOnlyHint: domain.Hint(false), DestructiveHint: domain.Hint(true),
 			IdempotentHint: domain.Hint(true), OpenWorldHint: domain.Hint(false)},
 		description: `Write one file of the workspace, replacing it if it exists. Asks the user for permission first; a denied call writes nothing. ` +
-			`path is relative to the workspace root; its directory must already exist (no directories are created) and an existing target must be a regular file. ` +
+			`path is relative to the workspace root; its directory must already exist (no directories are created), no directory on it may be a symbolic link, and an existing target must be a regular file. ` +
+			`If the path changes while the user decides (a directory on it replaced, removed or turned into a link, the target turned into a link or a directory), nothing is written and the call fails saying the path changed while permission was pending. ` +
 			`content is the whole new text, at most 1 MiB (1048576 bytes) of UTF-8. The file is replaced atomically (a temporary file in the same directory, then a rename); ` +
 			`an existing file keeps its permission bits, a new one gets 0644 less the umask. Returns {path, bytes, created, sha256}.`,
 		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"File to write, relative to the workspace root; its directory must exist."},"content":{"type":"string","description":"The complete new content of the file, at most 1 MiB of UTF-8."}},"required":["path","content"],"additionalProperties":false}`),

@@ -24,8 +24,12 @@
 //   - read_file refuses a file over [MaxReadBytes] rather than truncating it,
 //     so a model never mistakes a prefix for the file. Content that is not
 //     valid UTF-8 comes back base64-encoded ("encoding":"base64").
-//   - search_text takes a Go regular expression (RE2: linear time, so no
-//     pattern can stall it), matched line by line, at most [MaxPatternBytes].
+//   - search_text takes a Go regular expression (RE2: linear time, the
+//     factor bounded by [MaxPatternInsts]), matched line by line, at most
+//     [MaxPatternBytes]. It checks for cancellation at least every
+//     [CancelCheckBytes] of text matched, inside long lines too, so a
+//     cancelled search ends within milliseconds whatever the pattern; every
+//     line is still matched whole.
 //     It walks in name order without following symbolic links or entering
 //     .git, skips binary files (a NUL byte) and files over
 //     [MaxSearchFileBytes], stops at [MaxMatches] with "truncated": true, and
@@ -39,6 +43,35 @@
 //     only (the path, and the content as a contents argument, which the
 //     engine shows as size and SHA-256); a denied or cancelled prompt writes
 //     nothing.
+//   - write_file lands exactly at the path the person approved
+//     (docs/SPEC.md §8). No directory on it may be a symbolic link, even
+//     one that stays inside the root, and each one's identity is recorded
+//     when it is checked. After the approval the path is walked again from
+//     the root, each directory opened by its name in the one opened before
+//     and required to be the very directory checked, named without a link;
+//     the target must still be a regular file or absent; the temporary
+//     file, the rename and the link are then made by single names relative
+//     to the last directory opened, so nothing re-resolves the path. If
+//     anything on it changed while permission was pending (a directory
+//     removed, replaced by another or by a link, the target turned into a
+//     link or a directory), the call fails with "<path> changed while
+//     permission was pending (<what it is now>)" and writes nothing. A new
+//     file is linked into place, never renamed, so a file that appeared
+//     meanwhile is not replaced. Left open: a verified directory renamed
+//     elsewhere in the microseconds between that walk and the write takes
+//     the new file with it, as it would a moment later.
+//   - Names that are not valid UTF-8 (a Latin-1 "caf\xe9.txt", say) are
+//     never reported: JSON text is Unicode, and the lossy form (U+FFFD for
+//     each stray byte) names nothing, or another file ("caf\uFFFD.txt" may
+//     exist too). list_dir leaves such entries out and counts them in
+//     "skipped"; search_text neither searches nor enters them and counts
+//     each in filesSkipped. So every name a tool reports is one every path
+//     argument accepts, naming that same entry. No escaped form is offered:
+//     any escape syntax is also a possible real name, so real names holding
+//     its escape character would have to be escaped too, and a model would
+//     see names that differ from the ones in source text or a shell and
+//     write them back either way; such names are rare (legacy archives) and
+//     are for a person to rename.
 //   - Files are opened non-blocking and checked to be regular files on the
 //     open descriptor, so a FIFO or device in the tree cannot stall a call.
 //   - Cancelling a call's ctx ends it with a failed envelope
@@ -93,11 +126,33 @@ const (
 	// MaxPatternBytes bounds the length of a search_text pattern.
 	MaxPatternBytes = 1024
 	// MaxPatternInsts bounds the compiled size of a search_text pattern,
-	// which is what each searched byte costs: with at most 1000
-	// instructions and 1 MiB files, one file takes on the order of a
-	// second at worst, and the search checks for cancellation between
-	// lines.
+	// which is what each searched byte costs. Within it the costliest
+	// patterns known cost about 30 ms per KiB of text (see
+	// [CancelCheckBytes]), so a 1 MiB file can take half a minute; the
+	// search checks for cancellation every CancelCheckBytes bytes, so a
+	// cancelled call ends within a fraction of a second.
 	MaxPatternInsts = 1000
+
+	// CancelCheckBytes bounds the text search_text matches between two
+	// checks for cancellation (docs/SPEC.md §8): Go's regexp cannot be
+	// interrupted, so this is what bounds how long a cancelled call, or
+	// Stop, waits for a search. A line of at most CancelCheckBytes bytes is
+	// matched in one piece; a longer one is fed to the matcher rune by rune
+	// (regexp.MatchReader), which ends it early once the call's ctx is done,
+	// checking every 256 bytes. Either way every line is
+	// matched whole: nothing is cut or windowed, so a match anywhere in a
+	// line, its very end included, is found, and ^, $ and \b mean what they
+	// mean on the whole line.
+	//
+	// Measured on the 2-core development machine (shared, so noisy), on a
+	// line of ASCII letters with no match: "(a|aa){0,120}b", "(?:a?){400}b"
+	// and "(a*){200}b" cost 4-7 ms per KiB (5-7 s for a 1 MiB line); the
+	// costliest patterns found within MaxPatternInsts, such as
+	// "(?:(?:a|\pL)*){498}b" and "(?:\pL*\pL*){249}b" (999 instructions,
+	// every one live on every byte, half of them large class lookups),
+	// 15-30 ms per KiB (up to 30 s for 1 MiB). One unit of 1 KiB thus costs
+	// at most about 30 ms (15 times that under the race detector).
+	CancelCheckBytes = 1 << 10
 
 	// MaxSearchFileBytes is the largest file search_text reads; bigger files
 	// are skipped and counted in filesSkipped.
@@ -169,6 +224,10 @@ type hooks struct {
 	// beforeOpen runs before search_text opens a directory or file (its
 	// slash-separated path relative to the root).
 	beforeOpen func(rel string)
+
+	// beforeMatch runs before search_text matches one line of the file rel
+	// (its number, from 1).
+	beforeMatch func(rel string, line int)
 }
 
 // Interface guards.
