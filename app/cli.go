@@ -31,7 +31,7 @@ when you trust whoever can reach the carrier to approve the session's tool
 calls: an approval lets the session write files under DIR.`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
-			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveRemoteCommand},
+			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
 		},
 		versionCommand,
 		helpCommand,

@@ -19,10 +19,10 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// Error is a JSON-RPC error object as the engine sends it. Message is
-// client-visible. errors.Is matches two Errors with the same Code, so a
-// caller can test a wire error against the sentinels below:
-// errors.Is(err, engine.ErrInvalidParams).
+// Error is a JSON-RPC error object as the engine sends it (the one type the
+// pipeline's steps report wire errors with; the encoder maps it to the
+// wire). Message is client-visible. errors.Is matches two Errors with the
+// same Code: errors.Is(err, &engine.Error{Code: engine.CodeInvalidParams}).
 type Error struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
@@ -36,17 +36,6 @@ func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code
 }
-
-// Sentinels for errors.Is, one per code the engine sends.
-var (
-	ErrParse                      = &Error{Code: CodeParseError, Message: "Parse error"}
-	ErrInvalidRequest             = &Error{Code: CodeInvalidRequest, Message: "Invalid Request"}
-	ErrMethodNotFound             = &Error{Code: CodeMethodNotFound, Message: "Method not found"}
-	ErrInvalidParams              = &Error{Code: CodeInvalidParams, Message: "Invalid params"}
-	ErrInternal                   = &Error{Code: CodeInternalError, Message: "Internal error"}
-	ErrHeaderMismatch             = &Error{Code: CodeHeaderMismatch, Message: "Header mismatch"}
-	ErrUnsupportedProtocolVersion = &Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version"}
-)
 
 func newError(code int, msg string) *Error { return &Error{Code: code, Message: msg} }
 

@@ -369,7 +369,7 @@ func (c *conn) legacyVersion() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.version == "" {
-		return DefaultLegacyVersion
+		return defaultLegacyVersion
 	}
 	return c.version
 }

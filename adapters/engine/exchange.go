@@ -69,7 +69,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 	defer stop()
 
 	p := &peer{ctx: ctx, headers: opts.Headers, principal: opts.Principal,
-		bind: "http:" + principalKey(opts.Principal), version: DefaultLegacyVersion}
+		bind: "http:" + principalKey(opts.Principal), version: defaultLegacyVersion}
 	if h := opts.Headers; h != nil && h.HasProtocolVersion {
 		p.version = headerValue(h.ProtocolVersion)
 	}

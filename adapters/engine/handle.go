@@ -199,7 +199,7 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 // when set, is asked how many elements may run at once (0: Busy).
 func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
 	if !batchesAllowed(p.legacyVersion()) {
-		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+DefaultLegacyVersion)))
+		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
 	elems := elements(frame)
@@ -298,7 +298,7 @@ func isModern(in *inbound, h *Headers) bool {
 	if _, ok := in.metaValue(metaProtocolVersion); ok {
 		return true
 	}
-	return h != nil && h.HasProtocolVersion && !IsLegacyVersion(headerValue(h.ProtocolVersion))
+	return h != nil && h.HasProtocolVersion && !isLegacyVersion(headerValue(h.ProtocolVersion))
 }
 
 // validateModern runs the modern checks in docs/SPEC.md §4's order.
@@ -370,8 +370,8 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 		return answerErr(in.id, invalidParams("initialize needs a string protocolVersion"))
 	}
 	version := unquote(raw)
-	if !IsLegacyVersion(version) {
-		version = LatestLegacyVersion
+	if !isLegacyVersion(version) {
+		version = latestLegacyVersion
 	}
 	if p.conn != nil {
 		caps, _ := in.param("capabilities")

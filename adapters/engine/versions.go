@@ -15,18 +15,18 @@ func SupportedVersions() []string { return append([]string(nil), supportedVersio
 const (
 	// ModernVersion is the one stateless revision served.
 	ModernVersion = "2026-07-28"
-	// LatestLegacyVersion is what initialize answers when the client asks
+	// latestLegacyVersion is what initialize answers when the client asks
 	// for a revision it cannot have over initialize (2026-07-28 included).
-	LatestLegacyVersion = "2025-11-25"
-	// DefaultLegacyVersion is assumed for a legacy request that names no
+	latestLegacyVersion = "2025-11-25"
+	// defaultLegacyVersion is assumed for a legacy request that names no
 	// revision: before initialize on a connection, and on HTTP without
 	// MCP-Protocol-Version (Streamable HTTP 2025-06-18 §"Protocol Version
 	// Header").
-	DefaultLegacyVersion = "2025-03-26"
+	defaultLegacyVersion = "2025-03-26"
 )
 
-// IsLegacyVersion reports whether v is one of the initialize-era revisions.
-func IsLegacyVersion(v string) bool {
+// isLegacyVersion reports whether v is one of the initialize-era revisions.
+func isLegacyVersion(v string) bool {
 	switch v {
 	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
 		return true

@@ -38,6 +38,7 @@ var Rules = []Rule{
 	{"adapters/engine", core, "the shared protocol engine serves the ports"},
 	{"adapters/streamable", append([]string{"adapters/engine"}, core...), "shared Streamable HTTP framing over the engine"},
 	{"adapters/stdio", append([]string{"adapters/engine"}, core...), "a carrier: engine, ports, domain"},
+	{"adapters/unixsocket", append([]string{"adapters/engine"}, core...), "a carrier: engine, ports, domain"},
 	{"adapters/httploopback", append([]string{"adapters/engine", "adapters/streamable"}, core...), "a carrier: shared protocol packages, ports, domain"},
 	{"adapters/httpremote", append([]string{"adapters/engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},

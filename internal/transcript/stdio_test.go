@@ -1,12 +1,10 @@
 package transcript_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,58 +47,28 @@ func (stdioCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config
 		outR.Close()
 		return nil, err
 	}
-	c := &stdioConn{tr: tr, inW: inW, outR: outR, rd: bufio.NewReaderSize(outR, 1<<20), waited: make(chan struct{})}
+	waited := make(chan struct{})
+	var waitErr error
 	go func() {
-		c.waitErr = tr.Wait()
+		waitErr = tr.Wait()
 		// The composition root's part: the engine ends with its carrier.
-		if err := eng.Shutdown(context.Background()); err != nil && c.waitErr == nil {
-			c.waitErr = err
+		if err := eng.Shutdown(context.Background()); err != nil && waitErr == nil {
+			waitErr = err
 		}
 		// The transport never closes stdout itself; closing our end of it
 		// lets the reader see the end once serving has ended.
 		outW.Close()
-		close(c.waited)
+		close(waited)
 	}()
-	return c, nil
-}
-
-type stdioConn struct {
-	tr      *stdio.Transport
-	inW     *io.PipeWriter
-	outR    *io.PipeReader
-	rd      *bufio.Reader
-	waited  chan struct{}
-	waitErr error
-	abort   sync.Once
-}
-
-func (c *stdioConn) Send(p []byte) error { _, err := c.inW.Write(p); return err }
-
-func (c *stdioConn) CloseSend() error { return c.inW.Close() }
-
-func (c *stdioConn) Recv() ([]byte, error) {
-	line, err := c.rd.ReadBytes('\n')
-	switch {
-	case err == nil:
-		return line[:len(line)-1], nil
-	case errors.Is(err, io.EOF) && len(line) > 0:
-		return nil, errors.New("stdout ended inside a line (no newline after the last message)")
-	default:
-		return nil, err
-	}
-}
-
-func (c *stdioConn) Wait() error {
-	<-c.waited
-	return c.waitErr
-}
-
-func (c *stdioConn) Abort() {
-	c.abort.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.inW.CloseWithError(errors.New("transcript aborted"))
-		_ = c.tr.Stop(ctx)
-		c.outR.CloseWithError(errors.New("transcript aborted"))
-	})
+	return &transcript.StreamConn{
+		In: inW, Out: outR,
+		End: func() error { <-waited; return waitErr },
+		Stop: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			inW.CloseWithError(errors.New("transcript aborted"))
+			_ = tr.Stop(ctx)
+			outR.CloseWithError(errors.New("transcript aborted"))
+		},
+	}, nil
 }

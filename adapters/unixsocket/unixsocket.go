@@ -1,0 +1,198 @@
+// Package unixsocket is agentmcp's Unix-socket carrier (docs/SPEC.md §10):
+// each connection is one newline-delimited JSON-RPC stream, framed exactly
+// as stdio (MCP lets custom transports reuse the stdio framing), served by
+// [engine.Engine.ServeConn]. The socket file is created with mode 0600 and
+// every peer's credentials are checked before a frame is read: only
+// processes of this process's user are served.
+//
+// Lifecycle: [New] → [Server.Start] → [Server.Wait] / [Server.Stop], then
+// the engine's Shutdown. The README's "Writing a carrier" walks through it.
+package unixsocket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/engine"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Path is the socket file; required. A stale socket file (nothing
+	// answers on it) is replaced; anything else there fails Start.
+	Path string
+	// MaxConns bounds the connections served at once; one more is closed
+	// at once. Default 16.
+	MaxConns int
+	// Logger receives operational logs; nil means the engine's.
+	Logger *slog.Logger
+}
+
+// Errors of Start.
+var (
+	ErrInUse     = errors.New("unixsocket: something answers on the socket path")
+	ErrNotSocket = errors.New("unixsocket: the path exists and is not a socket")
+	ErrStarted   = errors.New("unixsocket: started or stopped already")
+)
+
+// Server serves an engine on a Unix socket, once. Its methods are safe for
+// concurrent use.
+type Server struct {
+	eng    *engine.Engine
+	opts   Options
+	logger *slog.Logger
+	ctx    context.Context // every connection's; Stop cancels it
+	cancel context.CancelFunc
+	slots  chan struct{} // one per connection served
+	conns  sync.WaitGroup
+
+	mu       sync.Mutex // guards ln and err; taken by Start whole
+	used     bool
+	ln       net.Listener
+	err      error
+	done     chan struct{} // closed when serving has ended
+	doneOnce sync.Once
+}
+
+// New returns a Server for eng; it binds nothing. It fails without an engine
+// or a path.
+func New(eng *engine.Engine, opts Options) (*Server, error) {
+	if eng == nil || opts.Path == "" {
+		return nil, errors.New("unixsocket: New needs an engine and Options.Path")
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = eng.Logger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{eng: eng, opts: opts, logger: opts.Logger, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, opts.MaxConns), done: make(chan struct{})}, nil
+}
+
+// Start validates the catalog, replaces a stale socket file, listens with
+// mode 0600 and serves. It fails with ErrStarted, the catalog's error,
+// ErrInUse, ErrNotSocket, or the listen error; a failed Start ends the
+// Server.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used {
+		return ErrStarted
+	}
+	s.used = true
+	ln, err := s.listen(ctx)
+	if err != nil {
+		s.end(err)
+		return err
+	}
+	s.ln = ln
+	go s.accept(ln)
+	return nil
+}
+
+func (s *Server) listen(ctx context.Context) (net.Listener, error) {
+	if err := s.eng.Validate(ctx); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(s.opts.Path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, ErrNotSocket
+		}
+		if c, err := net.DialTimeout("unix", s.opts.Path, time.Second); err == nil {
+			c.Close()
+			return nil, ErrInUse
+		}
+		_ = os.Remove(s.opts.Path) // stale: nothing answers on it
+	}
+	ln, err := net.Listen("unix", s.opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("unixsocket: %w", err)
+	}
+	// Every peer is checked below, so the moment before the mode narrows
+	// admits nobody else either.
+	if err := os.Chmod(s.opts.Path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("unixsocket: %w", err)
+	}
+	return ln, nil
+}
+
+func (s *Server) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.conns.Wait()
+			if s.ctx.Err() != nil {
+				err = nil // Stop closed the listener
+			}
+			s.end(err)
+			return
+		}
+		if err := sameUser(c); err != nil {
+			s.logger.Warn("unixsocket: peer refused", "err", err)
+			c.Close()
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.logger.Warn("unixsocket: connection bound reached; connection closed")
+			c.Close()
+			continue
+		}
+		s.conns.Add(1)
+		go func() {
+			defer func() { c.Close(); <-s.slots; s.conns.Done() }()
+			err := s.eng.ServeConn(s.ctx, c, c, engine.ConnOptions{Close: c.Close})
+			if err != nil && !errors.Is(err, engine.ErrInputClosed) {
+				s.logger.Debug("unixsocket: connection ended", "err", err)
+			}
+		}()
+	}
+}
+
+// end records why serving ended, once, and releases Wait.
+func (s *Server) end(err error) {
+	s.doneOnce.Do(func() { s.err = err; close(s.done) })
+}
+
+// Stop stops accepting, removes the socket file, stops every connection
+// (calls in flight are cancelled; a tools/call still answers "server is
+// shutting down") and waits for them, or for ctx. Safe to repeat, and
+// before Start (which then fails).
+func (s *Server) Stop(ctx context.Context) error {
+	s.cancel()
+	s.mu.Lock()
+	ln := s.ln
+	if !s.used {
+		s.used = true
+		s.end(nil)
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Path is the socket file.
+func (s *Server) Path() string { return s.opts.Path }
+
+// Wait blocks until serving has ended: nil after Stop, else why.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.err
+}

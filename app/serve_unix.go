@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agentmcp/agentmcp/adapters/unixsocket"
+)
+
+// serveUnixCommand is "agentmcp serve unix --socket PATH [flags]": the
+// reference workspace session on a Unix socket (docs/SPEC.md §10), one
+// newline-delimited stream per connection, for local clients of this user
+// only. Once listening, the socket path is printed on stdout, alone on its
+// line. SIGINT or SIGTERM (ctx) stop it: calls in flight are cancelled and
+// answered "server is shutting down"; exit code 0. A failure exits 1, a
+// usage error 2.
+var serveUnixCommand = &command{
+	name:     "unix",
+	summary:  "Serve the reference session on a Unix socket, to local clients of this user",
+	synopsis: "--socket PATH [flags]",
+	about: `Each connection is one MCP stream framed as stdio (one JSON message per line).
+The socket file is created with mode 0600, a stale one is replaced, and every
+peer's credentials are checked: only processes of this user are served. Once
+listening, the socket path is printed on stdout. SIGINT or SIGTERM end it with
+status 0.`,
+	example: "agentmcp serve unix --socket $XDG_RUNTIME_DIR/agentmcp.sock --root ~/project",
+	setup: func(fs *flag.FlagSet) runFunc {
+		common := addServeFlags(fs)
+		path := fs.String("socket", "", "`PATH` of the socket file to create (required)")
+		return func(ctx context.Context, inv *invocation) int {
+			if *path == "" {
+				return inv.usageError("--socket is required")
+			}
+			return serveUnix(ctx, inv, common, *path)
+		}
+	},
+}
+
+func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path string) int {
+	logger := newLogger(inv.stderr)
+	srv, ok := common.open(logger)
+	if !ok {
+		return 1
+	}
+	defer srv.close()
+	s, err := unixsocket.New(srv.eng, unixsocket.Options{Path: path})
+	if err != nil {
+		logger.Error("cannot serve unix", "err", err)
+		return 1
+	}
+	if err := s.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
+		logger.Error("start failed", "err", err)
+		return 1
+	}
+	fmt.Fprintln(inv.stdout, path)
+	logger.Info("serving MCP on a Unix socket", "socket", path, "root", *common.root)
+	return serveUntilDone(ctx, s, logger)
+}
