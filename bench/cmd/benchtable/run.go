@@ -31,7 +31,9 @@ type runner struct {
 
 // build compiles benchserver and benchload into dir.
 func build(ctx context.Context, benchDir, dir string) (serverBin, loadBin string, err error) {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator),
+	// -buildvcs=false: a checkout git refuses to read (another owner, no
+	// git) must still build.
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", dir+string(os.PathSeparator),
 		"./cmd/benchserver", "./cmd/benchload")
 	cmd.Dir = benchDir
 	if out, err := cmd.CombinedOutput(); err != nil {
