@@ -82,7 +82,7 @@ func TestRowIDsUnique(t *testing.T) {
 
 func rep(rps float64) *load.Report {
 	return &load.Report{Result: load.Result{Requests: int64(rps * 5), Seconds: 5, RPS: rps, P50us: 100, P99us: 900,
-		CPU: &load.CPU{Server: 4.5, Load: 3, Busy: []float64{0.95, 0.7}}}}
+		CPU: &load.CPU{Server: 4.5, Load: 3, Busy: []float64{0.95, 0.7}, Interrupts: []float64{0.02, 0.02}}}}
 }
 
 // The goals are computed from the right rows, and a failed row shows as
@@ -107,7 +107,9 @@ func TestGoalsAndRender(t *testing.T) {
 	add("http/2025-11-25/agentmcp-loopback", rep(8000), "")
 	add("http/2025-11-25/agentmcp-remote/fresh", rep(7000), "")
 	add("http/2026-07-28/agentmcp-loopback", nil, "boom")
-	add("stdio/mcp-go", rep(10000), "")
+	contended := rep(10000)
+	contended.Result.CPU.Server = 3 // 60% of the CPU, of 95% busy
+	add("stdio/mcp-go", contended, "")
 	add("stdio/agentmcp", rep(16000), "")
 	m := rep(7000)
 	m.HeapAfterWarmup, m.HeapEnd = &load.Heap{InUse: 1000}, &load.Heap{InUse: 1050}
@@ -149,7 +151,8 @@ func TestGoalsAndRender(t *testing.T) {
 	var b bytes.Buffer
 	render(&b, res)
 	out := b.String()
-	for _, s := range []string{"| 2026-07-28 | agentmcp-loopback | FAILED |", "### Failures", "http/2026-07-28/agentmcp-loopback: boom", "| 0.80x | ≥ 0.80x | yes |", "| 8,000 |"} {
+	for _, s := range []string{"| 2026-07-28 | agentmcp-loopback | FAILED |", "### Failures", "http/2026-07-28/agentmcp-loopback: boom", "| 0.80x | ≥ 0.80x | yes |", "| 8,000 |",
+		"| 90% / 2% / 3% |", "during: stdio/mcp-go (33%)."} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in\n%s", s, out)
 		}

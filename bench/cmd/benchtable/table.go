@@ -170,29 +170,61 @@ func fmtCount(n float64) string {
 func fmtMiB(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
 // cpuCols returns the server's CPU per request (µs), the load generator's,
-// the server's share of one CPU, and how busy the server's and the load
-// generator's CPUs were (with any process).
+// how the server's CPU was spent (the server / interrupts / other
+// processes), and how busy the load generator's CPU was.
 func (res *results) cpuCols(r *load.Report) []string {
 	c := r.Result.CPU
 	if c == nil {
-		return []string{"–", "–", "–", "–", "–"}
+		return []string{"–", "–", "–", "–"}
 	}
-	perReq, loadPerReq, share := "–", "–", "–"
+	perReq, loadPerReq := "–", "–"
 	if c.Server >= 0 && r.Result.Requests > 0 {
 		perReq = fmt.Sprintf("%.1f", c.Server/float64(r.Result.Requests)*1e6)
-		share = fmt.Sprintf("%.0f%%", 100*c.Server/r.Result.Seconds)
 	}
 	if r.Result.Requests > 0 {
 		loadPerReq = fmt.Sprintf("%.1f", c.Load/float64(r.Result.Requests)*1e6)
 	}
-	busy := func(cpu string) string {
-		i, err := strconv.Atoi(cpu)
-		if err != nil || i < 0 || i >= len(c.Busy) {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f%%", 100*c.Busy[i])
+	split := "–"
+	if server, intr, others, ok := res.serverCPUSplit(r); ok {
+		split = fmt.Sprintf("%.0f%% / %.0f%% / %.0f%%", 100*server, 100*intr, 100*others)
 	}
-	return []string{perReq, loadPerReq, share, busy(res.Config.ServerCPU), busy(res.Config.LoadCPU)}
+	loadBusy := "–"
+	if i, err := strconv.Atoi(res.Config.LoadCPU); err == nil && i >= 0 && i < len(c.Busy) {
+		loadBusy = fmt.Sprintf("%.0f%%", 100*c.Busy[i])
+	}
+	return []string{perReq, loadPerReq, split, loadBusy}
+}
+
+// serverCPUSplit divides the server's CPU's time over the measured phase:
+// the server process, interrupts, and other processes (what is left of the
+// CPU's busy time). ok is false when the server was not pinned to a single
+// CPU or was not measured.
+func (res *results) serverCPUSplit(r *load.Report) (server, intr, others float64, ok bool) {
+	c := r.Result.CPU
+	i, err := strconv.Atoi(res.Config.ServerCPU)
+	if c == nil || !res.Config.Pin || err != nil || i < 0 || i >= len(c.Busy) || i >= len(c.Interrupts) || c.Server < 0 || r.Result.Seconds <= 0 {
+		return 0, 0, 0, false
+	}
+	server = c.Server / r.Result.Seconds
+	intr = c.Interrupts[i]
+	others = max(0, c.Busy[i]-intr-server)
+	return server, intr, others, true
+}
+
+// contended lists the rows whose server CPU other processes used for more
+// than a tenth of the measured phase.
+func (res *results) contended() []string {
+	var out []string
+	for _, rr := range res.Rows {
+		r := res.rep(rr.ID())
+		if r == nil {
+			continue
+		}
+		if _, _, others, ok := res.serverCPUSplit(r); ok && others > 0.10 {
+			out = append(out, fmt.Sprintf("%s (%.0f%%)", rr.ID(), 100*others))
+		}
+	}
+	return out
 }
 
 func row2(w io.Writer, cells ...string) {
@@ -239,12 +271,15 @@ func render(w io.Writer, res *results) {
 		}
 		row2(w, g.name, val, g.target, met, fmtRatio(g.byCPU))
 	}
+	if c := res.contended(); len(c) > 0 {
+		fmt.Fprintf(w, "\nOther processes took more than 10%% of the server's CPU during: %s. Their rates are low by about that much; the cross-check column, from CPU time per request, much less so.\n", strings.Join(c, ", "))
+	}
 
 	lat := func(r *load.Report) []string {
 		return []string{fmt.Sprintf("%.0f", r.Result.P50us), fmt.Sprintf("%.0f", r.Result.P99us)}
 	}
-	cpuHead := []string{"server CPU µs/req", "load CPU µs/req", "server's share of a CPU", "CPU " + c.ServerCPU + " busy", "CPU " + c.LoadCPU + " busy"}
-	cpuAlign := []string{"---:", "---:", "---:", "---:", "---:"}
+	cpuHead := []string{"server CPU µs/req", "load CPU µs/req", "CPU " + c.ServerCPU + ": server / interrupts / others", "CPU " + c.LoadCPU + " busy"}
+	cpuAlign := []string{"---:", "---:", "---:", "---:"}
 	if res.hasKind(kindHTTP) {
 		fmt.Fprintf(w, "\n### Streamable HTTP, separate processes (%d clients, kept-alive)\n\n", c.Clients)
 		row2(w, append([]string{"wire", "server", "requests/s", "÷ bare", "÷ mcp-go", "p50 µs", "p99 µs"}, cpuHead...)...)
@@ -255,7 +290,7 @@ func render(w io.Writer, res *results) {
 			}
 			r := res.rep(rr.ID())
 			if r == nil {
-				row2(w, rr.Wire, rr.Server, "FAILED", "", "", "", "", "", "", "", "", "")
+				row2(w, rr.Wire, rr.Server, "FAILED", "", "", "", "", "", "", "", "")
 				continue
 			}
 			cells := []string{rr.Wire, rr.Server, fmtCount(r.Result.RPS),
@@ -275,7 +310,7 @@ func render(w io.Writer, res *results) {
 			}
 			r := res.rep(rr.ID())
 			if r == nil {
-				row2(w, rr.Wire, rr.Tokens, "FAILED", "", "", "", "", "", "", "", "", "")
+				row2(w, rr.Wire, rr.Tokens, "FAILED", "", "", "", "", "", "", "", "")
 				continue
 			}
 			cells := []string{rr.Wire, rr.Tokens, fmtCount(r.Result.RPS),
@@ -294,7 +329,7 @@ func render(w io.Writer, res *results) {
 			}
 			r := res.rep(rr.ID())
 			if r == nil {
-				row2(w, rr.Server, "FAILED", "", "", "", "", "", "", "", "", "")
+				row2(w, rr.Server, "FAILED", "", "", "", "", "", "", "", "")
 				continue
 			}
 			cells := []string{rr.Server, fmtCount(r.Result.RPS),

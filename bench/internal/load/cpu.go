@@ -16,20 +16,20 @@ const userHZ = 100
 
 // cpuMeter samples CPU times at a phase's start and end.
 type cpuMeter struct {
-	pid         int
-	server0     float64
-	self0       float64
-	busy0, all0 []uint64
-	ok          bool
+	pid               int
+	server0           float64
+	self0             float64
+	busy0, irq0, all0 []uint64
+	ok                bool
 }
 
 func startCPU(w Watch) *cpuMeter {
 	m := &cpuMeter{pid: w.ServerPID, server0: -1}
-	busy, all, err := procStat()
+	busy, irq, all, err := procStat()
 	if err != nil {
 		return m
 	}
-	m.busy0, m.all0, m.ok = busy, all, true
+	m.busy0, m.irq0, m.all0, m.ok = busy, irq, all, true
 	m.self0 = selfCPU()
 	if m.pid > 0 {
 		if s, err := pidCPU(m.pid); err == nil {
@@ -43,17 +43,18 @@ func (m *cpuMeter) stop() *CPU {
 	if !m.ok {
 		return nil
 	}
-	busy, all, err := procStat()
+	busy, irq, all, err := procStat()
 	if err != nil || len(busy) != len(m.busy0) {
 		return nil
 	}
 	c := &CPU{Server: -1, Load: selfCPU() - m.self0}
 	for i := range busy {
+		var b, q float64
 		if d := all[i] - m.all0[i]; d > 0 {
-			c.Busy = append(c.Busy, float64(busy[i]-m.busy0[i])/float64(d))
-		} else {
-			c.Busy = append(c.Busy, 0)
+			b = float64(busy[i]-m.busy0[i]) / float64(d)
+			q = float64(irq[i]-m.irq0[i]) / float64(d)
 		}
+		c.Busy, c.Interrupts = append(c.Busy, b), append(c.Interrupts, q)
 	}
 	if m.server0 >= 0 {
 		if s, err := pidCPU(m.pid); err == nil {
@@ -63,12 +64,12 @@ func (m *cpuMeter) stop() *CPU {
 	return c
 }
 
-// procStat returns, per CPU, the busy and total jiffies of /proc/stat
-// (busy is everything but idle and iowait).
-func procStat() (busy, all []uint64, err error) {
+// procStat returns, per CPU, the busy, interrupt (irq and softirq) and
+// total jiffies of /proc/stat (busy is everything but idle and iowait).
+func procStat() (busy, irq, all []uint64, err error) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -78,26 +79,30 @@ func procStat() (busy, all []uint64, err error) {
 			continue
 		}
 		fields := strings.Fields(line)[1:]
-		var total, idle uint64
+		// user nice system idle iowait irq softirq steal [guest guest_nice]
+		var total, idle, intr uint64
 		for i, s := range fields {
 			if i >= 8 { // guest and guest_nice are already in user and nice
 				break
 			}
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			total += v
-			if i == 3 || i == 4 { // idle, iowait
+			switch i {
+			case 3, 4: // idle, iowait
 				idle += v
+			case 5, 6: // irq, softirq
+				intr += v
 			}
 		}
-		busy, all = append(busy, total-idle), append(all, total)
+		busy, irq, all = append(busy, total-idle), append(irq, intr), append(all, total)
 	}
 	if len(all) == 0 {
-		return nil, nil, fmt.Errorf("no cpu lines in /proc/stat")
+		return nil, nil, nil, fmt.Errorf("no cpu lines in /proc/stat")
 	}
-	return busy, all, sc.Err()
+	return busy, irq, all, sc.Err()
 }
 
 // pidCPU returns a process's user + system CPU time in seconds.

@@ -62,6 +62,10 @@ type CPU struct {
 	// process (from /proc/stat): what other work on the machine took shows
 	// up here.
 	Busy []float64 `json:"busy"`
+	// Interrupts is, per CPU, the fraction of the phase spent in hard and
+	// soft interrupts (loopback TCP is processed there), part of Busy and
+	// charged to no process.
+	Interrupts []float64 `json:"interrupts"`
 }
 
 // summarize turns the latencies of n calls over [start, end) into a Result.
