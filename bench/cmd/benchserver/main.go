@@ -10,7 +10,8 @@
 // header, extra headers such as the loopback host's bearer token, and for
 // agentmcp-remote the file holding the issuer's private key, from which the
 // load generator mints access tokens). They serve until SIGINT or SIGTERM,
-// or until stdin ends, so a parent that dies takes them with it.
+// or, when stdin is a pipe, until it ends, so a parent that dies takes them
+// with it.
 // -debug adds a second loopback listener, the bench's own, whose GET /heap
 // answers the process's heap in use after a forced GC (load.Heap).
 //
@@ -120,8 +121,10 @@ func serveHTTP(name string, debug bool, keyDir string) (err error) {
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	eof := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+	eof := make(chan struct{}) // stays open unless stdin is a pipe that ends
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+	}
 	select {
 	case <-sig:
 	case <-eof:
