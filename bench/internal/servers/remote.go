@@ -31,12 +31,11 @@ const (
 type Remote struct {
 	accesstoken.Claims
 	// KeyPEM is the PKCS #8 private key. benchserver writes it to a file
-	// (KeyFile) rather than printing it.
-	KeyPEM  []byte `json:"-"`
-	KeyFile string `json:"keyFile,omitempty"`
+	// for the load generator rather than printing it.
+	KeyPEM []byte
 	// CacheSize is the host's verdict cache size: a pool of more distinct
 	// tokens than this, used in turn, is verified in full on every request.
-	CacheSize int `json:"cacheSize"`
+	CacheSize int
 }
 
 // startRemote starts an issuer (an httptest TLS server publishing RFC 8414

@@ -41,17 +41,17 @@ func StdioNames() []string { return []string{Bare, MCPGo, GoSDK, Agentmcp} }
 
 // HTTP is a started Streamable HTTP server on 127.0.0.1.
 type HTTP struct {
-	Name string `json:"server"`
+	Name string
 	// URL is the endpoint on the listener: http://127.0.0.1:<port>/<path>.
-	URL string `json:"url"`
+	URL string
 	// Host is the Host header requests must carry: the URL's host, except
 	// for the remote host, which is reached under its public URL's host.
-	Host string `json:"host"`
+	Host string
 	// Header holds extra request headers (the loopback host's bearer token).
-	Header http.Header `json:"header,omitempty"`
+	Header http.Header
 	// Remote is set for the remote host: how to mint the access tokens it
 	// admits.
-	Remote *Remote `json:"remote,omitempty"`
+	Remote *Remote
 
 	stop []func(context.Context) error // in order
 }
