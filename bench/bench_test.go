@@ -3,6 +3,8 @@ package bench
 import (
 	"runtime"
 	"testing"
+
+	"github.com/agentmcp/agentmcp/bench/internal/wire"
 )
 
 // warmCalls are made before the timer starts; the first answer fixes the
@@ -10,7 +12,7 @@ import (
 const warmCalls = 50
 
 // expectText makes the warm-up calls and returns the text every answer must
-// carry: "hello world" for the peers and the floor; for agentmcp its
+// carry: "hello world" for the peers and the bare servers; for agentmcp its
 // envelope, checked in full here.
 func expectText(tb testing.TB, call caller, envelope bool) string {
 	text, err := call(2)
@@ -18,11 +20,11 @@ func expectText(tb testing.TB, call caller, envelope bool) string {
 		tb.Fatalf("first call: %v", err)
 	}
 	if envelope {
-		if err := checkEnvelope(text); err != nil {
+		if err := wire.CheckEnvelope(text); err != nil {
 			tb.Fatal(err)
 		}
-	} else if text != echoText {
-		tb.Fatalf("text %q, want %q", text, echoText)
+	} else if text != wire.EchoText {
+		tb.Fatalf("text %q, want %q", text, wire.EchoText)
 	}
 	for id := int64(3); id < 2+warmCalls; id++ {
 		got, err := call(id)
@@ -61,27 +63,24 @@ func measure(b *testing.B, call caller, want string) {
 // BenchmarkStdio: each server over an io.Pipe pair with newline-delimited
 // JSON, initialized once (2025-11-25), then one tools/call at a time.
 func BenchmarkStdio(b *testing.B) {
-	for _, s := range stdioServers() {
-		b.Run(s.name, func(b *testing.B) {
-			c, closeAll := openStdio(b, s)
+	for _, name := range stdioNames {
+		b.Run(name, func(b *testing.B) {
+			c, closeAll := openStdio(b, name)
 			defer closeAll()
-			want := expectText(b, c.call, s.envelope)
+			want := expectText(b, c.call, envelope(name))
 			measure(b, c.call, want)
 		})
 	}
 }
 
 func benchHTTP(b *testing.B, modern bool) {
-	for _, s := range httpServers() {
-		if modern && !s.modern {
-			continue
-		}
-		b.Run(s.name, func(b *testing.B) {
-			url, extra, stop := s.start(b)
+	for _, name := range httpNames {
+		b.Run(name, func(b *testing.B) {
+			url, extra, stop := startHTTP(b, name)
 			defer stop()
 			defer sharedTransport.CloseIdleConnections()
 			c := newHTTPClient(url, extra, modern)
-			want := expectText(b, c.call, s.envelope)
+			want := expectText(b, c.call, envelope(name))
 			measure(b, c.call, want)
 		})
 	}

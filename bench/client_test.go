@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmcp/agentmcp/bench/internal/wire"
 )
 
 // caller makes one tools/call echo with the given id and returns the text
@@ -28,12 +30,13 @@ type stdioClient struct {
 	line []byte
 }
 
-// openStdio starts s on a fresh pipe pair, runs the initialize handshake
-// (2025-11-25) and returns the client and a function that ends it all.
-func openStdio(tb testing.TB, s stdioServer) (*stdioClient, func()) {
+// openStdio starts the named server on a fresh pipe pair, runs the
+// initialize handshake (2025-11-25) and returns the client and a function
+// that ends it all.
+func openStdio(tb testing.TB, name string) (*stdioClient, func()) {
 	inR, inW := io.Pipe()   // client → server
 	outR, outW := io.Pipe() // server → client
-	stop := s.start(tb, inR, outW)
+	stop := serveStdio(tb, name, inR, outW)
 	c := &stdioClient{w: inW, r: bufio.NewReaderSize(outR, 64<<10), line: make([]byte, 0, 512)}
 	closeAll := func() {
 		inW.Close()
@@ -45,7 +48,7 @@ func openStdio(tb testing.TB, s stdioServer) (*stdioClient, func()) {
 	}
 	if err := c.handshake(); err != nil {
 		closeAll()
-		tb.Fatalf("%s: handshake: %v", s.name, err)
+		tb.Fatalf("%s: handshake: %v", name, err)
 	}
 	return c, closeAll
 }
@@ -66,7 +69,7 @@ func (c *stdioClient) next() ([]byte, error) {
 }
 
 func (c *stdioClient) handshake() error {
-	if err := c.send(initializeLine); err != nil {
+	if err := c.send(wire.InitializeLine); err != nil {
 		return err
 	}
 	for {
@@ -90,13 +93,13 @@ func (c *stdioClient) handshake() error {
 		}
 		break
 	}
-	return c.send(initializedLine)
+	return c.send(wire.InitializedLine)
 }
 
 // call sends one tools/call and reads lines until its answer, skipping
 // notifications.
 func (c *stdioClient) call(id int64) (string, error) {
-	c.line = append(appendCall(c.line[:0], id, false), '\n')
+	c.line = append(wire.AppendCall(c.line[:0], id, false), '\n')
 	if _, err := c.w.Write(c.line); err != nil {
 		return "", err
 	}
@@ -105,8 +108,8 @@ func (c *stdioClient) call(id int64) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		text, err := callText(line, id)
-		if errors.Is(err, errNotResponse) {
+		text, err := wire.CallText(line, id)
+		if errors.Is(err, wire.ErrNotResponse) {
 			continue
 		}
 		return text, err
@@ -146,11 +149,11 @@ func newHTTPClient(url string, extra http.Header, modern bool) *httpClient {
 		"Accept":       {"application/json, text/event-stream"},
 	}
 	if modern {
-		hdr.Set("MCP-Protocol-Version", protoModern)
+		hdr.Set("MCP-Protocol-Version", wire.ProtoModern)
 		hdr.Set("Mcp-Method", "tools/call")
 		hdr.Set("Mcp-Name", "echo")
 	} else {
-		hdr.Set("MCP-Protocol-Version", protoLegacy)
+		hdr.Set("MCP-Protocol-Version", wire.ProtoLegacy)
 	}
 	for k, v := range extra {
 		hdr[k] = v
@@ -159,7 +162,7 @@ func newHTTPClient(url string, extra http.Header, modern bool) *httpClient {
 }
 
 func (c *httpClient) call(id int64) (string, error) {
-	c.body = appendCall(c.body[:0], id, c.modern)
+	c.body = wire.AppendCall(c.body[:0], id, c.modern)
 	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		return "", err
@@ -180,14 +183,14 @@ func (c *httpClient) call(id int64) (string, error) {
 	}
 	msg := c.resp.Bytes()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data, ok := sseData(msg)
+		data, ok := wire.SSEData(msg)
 		if !ok {
 			return "", fmt.Errorf("event stream without an answer: %.200s", msg)
 		}
 		msg = data
 	}
-	text, err := callText(msg, id)
-	if errors.Is(err, errNotResponse) {
+	text, err := wire.CallText(msg, id)
+	if errors.Is(err, wire.ErrNotResponse) {
 		return "", fmt.Errorf("no answer: %.200s", msg)
 	}
 	return text, err

@@ -110,8 +110,8 @@ func printSummary(w io.Writer) {
 		depVersion("github.com/modelcontextprotocol/go-sdk"), depVersion("github.com/mark3labs/mcp-go"))
 	fmt.Fprintln(w, "Medians over the runs (-count); allocs and bytes are process-wide (client + server, like -benchmem).")
 	fmt.Fprintln(w, "agentmcp's answer text is its execution envelope, {\"success\":true,\"toolName\":\"echo\",\"result\":{\"text\":\"hello world\"}}; the peers answer \"hello world\".")
-	fmt.Fprintln(w, "HTTP: \"agentmcp\" is streamable.NewHandler behind httptest with no admission (like the peers here); \"agentmcp-loopback\" is the real adapters/httploopback host with its token/Host/Origin admission.")
-	fmt.Fprintln(w, "\"floor\" is no MCP server: a canned answer carrying the request's id, i.e. the harness's own cost.")
+	fmt.Fprintln(w, "HTTP: \"agentmcp-handler\" is streamable.NewHandler on a plain http.Server with no admission (like the peers here); \"agentmcp-loopback\" is the real adapters/httploopback host with its token/Host/Origin admission.")
+	fmt.Fprintln(w, "\"bare\" is no MCP server: a canned answer carrying the request's id, i.e. the harness's own cost (the floor).")
 
 	groups := map[string]map[string]summaryRow{}
 	var groupOrder []string
@@ -142,9 +142,9 @@ func printSummary(w io.Writer) {
 			r := rows[s]
 			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f–%.0f | %.1f | %.0f |\n", s, r.runs, r.ns, r.nsMin, r.nsMax, r.allocs, r.bytes)
 		}
-		floor, hasFloor := rows["floor"]
+		floor, hasFloor := rows["bare"]
 		var lines []string
-		for _, a := range []string{"agentmcp", "agentmcp-loopback"} {
+		for _, a := range []string{"agentmcp", "agentmcp-handler", "agentmcp-loopback"} {
 			ar, ok := rows[a]
 			if !ok {
 				continue

@@ -8,10 +8,14 @@
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
-#   4. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#   4. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
+#      module: its smoke mode, no timing (every server the benchmarks
+#      measure, agentmcp's and its peers', each in a process of its own,
+#      answers correctly on every transport and wire);
+#   5. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
-#   5. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#   6. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, npm, and the
@@ -19,7 +23,7 @@
 # it stops with one line naming the package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
 # 12's is 18), put first on PATH for the whole run.
-# Stops at the first failure. Extra arguments go to both go test runs,
+# Stops at the first failure. Extra arguments go to the three go test runs,
 # e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
@@ -57,6 +61,11 @@ step "go test -race -count=1 ./... (interop module)"
 # -count=1: these tests build and run the root module's binary, which go
 # test's result cache cannot see, so a cached pass could hide a change.
 (cd "$repo/interop" && go test -race -count=1 "$@" ./...)
+
+step "go vet and go test -race -count=1 ./... (bench module, smoke mode)"
+# -count=1: the smoke test builds and runs cmd/benchserver and cmd/benchload,
+# which go test's result cache cannot see.
+(cd "$repo/bench" && go vet ./... && go test -race -count=1 "$@" ./...)
 
 step "official MCP conformance suite, both legs (conformance/run.sh)"
 bash "$repo/conformance/run.sh"

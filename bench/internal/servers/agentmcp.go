@@ -1,0 +1,158 @@
+package servers
+
+// This is the only file of the bench that touches agentmcp's API (a test,
+// TestOnlyOneFileImportsAgentmcp, holds it to that): the session it serves
+// and how each of its servers is built and stopped. When agentmcp's
+// engine or carrier API changes shape, this file is the one to adapt.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// echoSession is the ports.Session agentmcp serves: one runtime tool, echo,
+// whose envelope's result is its arguments. agentmcp renders the envelope as
+// the call's text block, so its answer text is wire.EnvelopeText rather than
+// the bare "hello world" the peers return: that is agentmcp's contract
+// (docs/SPEC.md §2), not a benchmark choice.
+type echoSession struct{}
+
+var echoTools = []domain.Tool{{
+	Name:        "echo",
+	Description: "Echo the text back",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+}}
+
+func (echoSession) RuntimeTools(context.Context) ([]domain.Tool, error) { return echoTools, nil }
+
+func (echoSession) InvokeTool(_ context.Context, name string, args json.RawMessage, _ ports.Caller) (domain.Envelope, error) {
+	if name != "echo" {
+		return domain.Envelope{}, fmt.Errorf("no such tool %q", name)
+	}
+	return domain.Envelope{Success: true, ToolName: name, Result: args}, nil
+}
+
+func (echoSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+	return ports.TurnResult{}, ports.Refused("no turns in the benchmark")
+}
+
+const agentmcpName, agentmcpVersion = "bench-agentmcp", "0"
+
+// agentmcpVerdictCache is the remote host's verdict cache size: a pool of
+// more distinct tokens than this, used in turn, misses it on every request.
+const agentmcpVerdictCache = httpremote.MaxCachedVerdicts
+
+// agentmcpHandler is the Streamable HTTP framing both of agentmcp's hosts
+// use (streamable.NewHandler over the engine) with no admission in front: no
+// token, Host or Origin check. Limits are the defaults.
+func agentmcpHandler() (http.Handler, error) {
+	eng, err := newAgentmcpEngine()
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	return streamable.NewHandler(eng, streamable.Options{})
+}
+
+// newAgentmcpEngine builds the engine every agentmcp server serves.
+func newAgentmcpEngine() (*engine.Engine, error) {
+	return engine.New(echoSession{}, engine.Options{Name: agentmcpName, Version: agentmcpVersion})
+}
+
+// stopBoth stops a carrier, then its engine.
+func stopBoth(stop func(context.Context) error, eng *engine.Engine) func(context.Context) error {
+	return func(ctx context.Context) error { return errors.Join(stop(ctx), eng.Shutdown(ctx)) }
+}
+
+// startAgentmcpLoopback starts the real loopback host, adapters/httploopback:
+// its own http.Server and listener caps, and its admission (request target,
+// Host, Origin, constant-time bearer token). It returns the endpoint URL and
+// the bearer token.
+func startAgentmcpLoopback(ctx context.Context) (url, token string, stop func(context.Context) error, err error) {
+	eng, err := newAgentmcpEngine()
+	if err != nil {
+		return "", "", nil, err
+	}
+	h, err := httploopback.New(eng, httploopback.Options{})
+	if err != nil {
+		return "", "", nil, err
+	}
+	ep, err := h.Start(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return ep.URL, ep.Token, stopBoth(h.Stop, eng), nil
+}
+
+// remoteConfig is what the remote host needs from the bench: its public URL
+// and the issuer, scope and subject of the tokens it admits.
+type remoteConfig struct {
+	PublicURL, Issuer, Scope, Subject string
+	// IssuerClient reaches the issuer (it trusts the issuer's test CA).
+	IssuerClient *http.Client
+}
+
+// startAgentmcpRemote starts the remote host as app.NewRemote builds it, with
+// the oauth verifier, bound to 127.0.0.1 on a free port. It returns the
+// bound address ("127.0.0.1:port").
+func startAgentmcpRemote(ctx context.Context, c remoteConfig) (addr string, stop func(context.Context) error, err error) {
+	eng, err := newAgentmcpEngine()
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := app.NewRemote(eng, httpremote.Options{Host: "127.0.0.1"}, app.RemoteAccess{
+		PublicURL: c.PublicURL, Issuer: c.Issuer, Scopes: []string{c.Scope},
+		AllowedSubjects: []string{c.Subject}, HTTPClient: c.IssuerClient,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	ap, err := h.Start(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return ap.String(), stopBoth(h.Stop, eng), nil
+}
+
+// serveAgentmcpStdio serves the session with adapters/stdio, the carrier
+// cmd/agentmcp uses, on in and out. wait returns when the input has ended and
+// the calls in flight are answered; stop ends serving early.
+func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait func() error, stop func(context.Context) error, err error) {
+	eng, err := newAgentmcpEngine()
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := agentstdio.New(eng, agentstdio.Options{Stdin: in, Stdout: out})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := t.Start(ctx); err != nil {
+		if errors.Is(err, agentstdio.ErrInputClosed) {
+			return func() error { return nil }, func(context.Context) error { return nil }, nil
+		}
+		return nil, nil, err
+	}
+	stop = func(ctx context.Context) error {
+		if err := t.Stop(ctx); err != nil && !errors.Is(err, agentstdio.ErrInputClosed) {
+			return err
+		}
+		return eng.Shutdown(ctx)
+	}
+	wait = func() error { return errors.Join(t.Wait(), eng.Shutdown(context.Background())) }
+	return wait, stop, nil
+}

@@ -1,0 +1,130 @@
+package servers
+
+import (
+	"context"
+	"crypto/rsa"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentmcp/agentmcp/bench/internal/accesstoken"
+	"github.com/agentmcp/agentmcp/bench/internal/load"
+	"github.com/agentmcp/agentmcp/bench/internal/wire"
+)
+
+// agentmcp's engine and carrier API changes shape from time to time: one
+// file, agentmcp.go, holds everything the bench builds from it, so that one
+// file is all there is to adapt.
+func TestOnlyOneFileImportsAgentmcp(t *testing.T) {
+	root, err := filepath.Abs("../..") // the bench module
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, "internal", "servers", "agentmcp.go")
+	seen := false
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, "github.com/agentmcp/agentmcp/") && !strings.HasPrefix(p, "github.com/agentmcp/agentmcp/bench/") {
+				if path != want {
+					t.Errorf("%s imports %s: only internal/servers/agentmcp.go may", path, p)
+				}
+				seen = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !seen {
+		t.Error("agentmcp.go imports nothing of agentmcp")
+	}
+}
+
+// The remote host admits the tokens the bench mints, and really verifies
+// them: a token signed by another key, or naming another audience, is
+// refused, and so is a request without the public Host.
+func TestRemoteVerifies(t *testing.T) {
+	ctx := context.Background()
+	s, err := StartHTTP(ctx, AgentmcpRemote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, StopTimeout)
+		defer cancel()
+		if err := s.Stop(sctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	addr, path, err := load.ParseURL(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := accesstoken.DecodeKey(s.Remote.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := accesstoken.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongAud := s.Remote.Claims
+	wrongAud.Audience = "https://elsewhere.bench.test/mcp"
+	for _, c := range []struct {
+		name   string
+		key    *rsa.PrivateKey
+		claims accesstoken.Claims
+		host   string
+		want   string // "" admitted, else in the error
+	}{
+		{"admitted", key, s.Remote.Claims, s.Host, ""},
+		{"another key", other, s.Remote.Claims, s.Host, "status 401"},
+		{"another audience", key, wrongAud, s.Host, "status 401"},
+		{"the listener's Host", key, s.Remote.Claims, addr, "status 403"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := accesstoken.NewMinter(c.key, c.claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := m.Mint(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range wire.Wires {
+				h, err := load.DialHTTP(load.HTTPTarget{Addr: addr, Path: path, Host: c.host,
+					Modern: wire.Modern(w), Tokens: load.TokenPool{tok}}, 1)
+				if c.want == "" {
+					if err != nil {
+						t.Fatalf("%s: %v", w, err)
+					}
+					if h.Want() != wire.EnvelopeText {
+						t.Errorf("%s: answer %q", w, h.Want())
+					}
+					h.Close()
+					continue
+				}
+				if err == nil {
+					h.Close()
+					t.Fatalf("%s: admitted", w)
+				}
+				if !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: %v, want %s", w, err, c.want)
+				}
+			}
+		})
+	}
+}
