@@ -66,7 +66,7 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 		b.Fatal(err)
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hello world"}}}`)
-	h := &engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}
+	h := engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

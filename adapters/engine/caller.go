@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"strconv"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
@@ -92,31 +91,14 @@ func (c *callCaller) Progress(ctx context.Context, progress, total float64, mess
 // and an empty message are left out.
 func progressNotification(token []byte, progress, total float64, message string) []byte {
 	b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
-	b = appendFloat(append(b, `,"progress":`...), progress)
+	b = domain.AppendFloat(append(b, `,"progress":`...), progress)
 	if total > 0 {
-		b = appendFloat(append(b, `,"total":`...), total)
+		b = domain.AppendFloat(append(b, `,"total":`...), total)
 	}
 	if message != "" {
 		b = appendString(append(b, `,"message":`...), message)
 	}
 	return append(b, "}}"...)
-}
-
-// appendFloat appends a finite f as encoding/json writes a float64.
-func appendFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 → e-9, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // finish ends the call for the Caller: no progress after it returns, so

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/agentmcp/agentmcp/domain"
 )
 
 // JSON-RPC 2.0 and MCP error codes (JSON-RPC 2.0 §5.1; MCP 2026-07-28
@@ -113,10 +114,10 @@ func (m *message) isNotification() bool { return m.hasMethod && !m.hasID }
 // K2, K3). On failure it returns a -32600 and the message as far as it
 // could be read; a message with a method and no id member is a notification
 // even when invalid, and gets no answer.
-func decodeMessage(obj []byte) (*message, *Error) {
+func decodeMessage(obj []byte) (message, *Error) {
 	var stack [8]member
 	ms, dup := members(obj, stack[:0])
-	m := &message{}
+	var m message
 	var version []byte
 	methodOK := true
 	for _, mb := range ms {
@@ -180,12 +181,7 @@ func firstByte(b []byte) byte {
 // encodeResponse encodes one response: result (already JSON) or the error,
 // with the id when one was recovered (MCP 2025-11-25+: never null).
 func encodeResponse(i id, result []byte, rerr *Error) []byte {
-	b := make([]byte, 0, 48+len(result))
-	b = append(b, `{"jsonrpc":"2.0"`...)
-	if i.valid() {
-		b = append(b, `,"id":`...)
-		b = append(b, i.raw...)
-	}
+	b := appendHead(make([]byte, 0, 48+len(i.raw)+len(result)), i)
 	if rerr != nil {
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(rerr.Code), 10)
@@ -203,6 +199,17 @@ func encodeResponse(i id, result []byte, rerr *Error) []byte {
 	return append(b, '}')
 }
 
+// appendHead appends a response's opening: {"jsonrpc":"2.0" and the id when
+// one was recovered.
+func appendHead(b []byte, i id) []byte {
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if i.valid() {
+		b = append(b, `,"id":`...)
+		b = append(b, i.raw...)
+	}
+	return b
+}
+
 // errorFrame encodes an error answer with the given id (zero id: no id).
 func errorFrame(i id, e *Error) []byte { return encodeResponse(i, nil, e) }
 
@@ -214,62 +221,5 @@ func ErrorBody(code int, message string) []byte {
 	return errorFrame(id{}, newError(code, message))
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string exactly as encoding/json encodes
-// it with HTML escaping off (domain.MarshalJSON's setting): '"', '\\' and
-// control characters escaped (\b, \f, \n, \r, \t, else \u00XX), U+2028 and U+2029
-// as \u2028 and \u2029, invalid UTF-8 as \ufffd; everything else verbatim.
-func appendString[S string | []byte](b []byte, s S) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		// A copy of at most 4 bytes, so the conversion stays on the stack
-		// (as encoding/json does).
-		r, size := utf8.DecodeRuneInString(string(s[i : i+min(len(s)-i, utf8.UTFMax)]))
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string (domain.AppendString).
+func appendString[S string | []byte](b []byte, s S) []byte { return domain.AppendString(b, s) }

@@ -314,16 +314,17 @@ func (c *conn) frame(f frame) {
 		return
 	case firstByte(line) == 0:
 		return
-	case !json.Valid(line):
+	case !domain.ValidJSON(line):
 		c.write(errorFrame(id{}, newError(CodeParseError, "Parse error")))
 		return
 	}
-	deliver := c.deliver
 	switch firstByte(line) {
 	case '{':
-		c.e.handle(c.peer, line, false, deliver)
+		if r, ok := c.e.handle(c.peer, line, false, c.deliver); ok {
+			c.deliver(r)
+		}
 	case '[':
-		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, deliver)
+		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, c.deliver)
 	default:
 		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))
 	}
@@ -407,25 +408,23 @@ func (c *conn) atBound() bool {
 	return len(c.inflight) >= c.opts.MaxInFlight
 }
 
-// start admits a request to be served on its own goroutine, or answers at
-// once: a duplicate in-flight id (-32600), the in-flight bound (busy), or a
-// stream that is closing (shutting down).
-func (c *conn) start(p *peer, in *inbound, deliver func(reply)) {
+// start admits a request to be served on its own goroutine (ok false: it
+// delivers its answer), or answers at once: a duplicate in-flight id
+// (-32600), the in-flight bound (busy), or a stream that is closing
+// (shutting down).
+func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
 	key := in.id.key()
 	c.mu.Lock()
 	switch {
 	case c.inflight[key] != nil:
 		c.mu.Unlock()
-		deliver(answerErr(in.id, invalidRequest("id is already in flight")))
-		return
+		return answerErr(in.id, invalidRequest("id is already in flight")), true
 	case c.closing:
 		c.mu.Unlock()
-		deliver(c.e.refusal(in, ErrShuttingDown.Error()))
-		return
+		return c.e.refusal(in, ErrShuttingDown.Error()), true
 	case len(c.inflight) >= c.opts.MaxInFlight:
 		c.mu.Unlock()
-		deliver(c.e.refusal(in, "server is busy"))
-		return
+		return c.e.refusal(in, "server is busy"), true
 	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	f := &flight{cancel: cancel}
@@ -455,8 +454,9 @@ func (c *conn) start(p *peer, in *inbound, deliver func(reply)) {
 		c.mu.Unlock()
 		c.wg.Done()
 		cancel(nil)
-		deliver(c.e.refusal(in, ErrShuttingDown.Error()))
+		return c.e.refusal(in, ErrShuttingDown.Error()), true
 	}
+	return reply{}, false
 }
 
 // notification handles a client notification. notifications/initialized

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
+	"github.com/agentmcp/agentmcp/domain"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -26,8 +26,10 @@ type Reply struct {
 
 // ExchangeOptions configures [Engine.Exchange].
 type ExchangeOptions struct {
-	// Headers are the request's MCP headers; nil means none were sent.
-	Headers *Headers
+	// Headers are the request's MCP headers (the zero value: none were
+	// sent). Exchange applies Streamable HTTP's rules: a modern request
+	// whose headers do not mirror its body is -32020 (docs/SPEC.md §4).
+	Headers Headers
 	// Notify sends a notification related to this request (progress)
 	// before the reply; nil drops them. The framing decides how (Streamable
 	// HTTP switches to SSE). Notify may block (back-pressure from a slow
@@ -47,6 +49,21 @@ type ExchangeOptions struct {
 	Principal ports.Principal
 }
 
+// baseKey marks a context made by BaseContext.
+type baseKey struct{}
+
+// BaseContext returns a context that ends when parent ends or the engine
+// shuts down (with cause [ErrShuttingDown]). A carrier that parents its
+// requests' contexts on it — streamable.Server gives it to net/http as
+// every connection's base — spares [Engine.Exchange] arranging the same per
+// request. The returned context stays registered with the engine until
+// parent or the engine ends.
+func (e *Engine) BaseContext(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	context.AfterFunc(e.base, func() { cancel(ErrShuttingDown) })
+	return context.WithValue(ctx, baseKey{}, e)
+}
+
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
 // for a 2025-03-26 client, a batch. Legacy requests take their revision
 // from MCP-Protocol-Version, 2025-03-26 when it is absent; initialize is
@@ -59,25 +76,30 @@ type ExchangeOptions struct {
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,
 // UnknownMethod 404, Busy 503; Cancelled writes nothing.
 func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions) Reply {
-	if !json.Valid(body) {
+	if !domain.ValidJSON(body) {
 		return Reply{Invalid, errorFrame(id{}, newError(CodeParseError, "Parse error"))}
 	}
-	// The call ends with the request or with the engine, whichever first.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(e.base, func() { cancel(ErrShuttingDown) })
-	defer stop()
+	// The call ends with the request or with the engine, whichever first:
+	// a carrier that built its requests' contexts on BaseContext has that
+	// already; otherwise it is arranged here, for this request.
+	if ctx.Value(baseKey{}) != e {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(e.base, func() { cancel(ErrShuttingDown) })
+		defer stop()
+	}
 
-	p := &peer{ctx: ctx, headers: opts.Headers, principal: opts.Principal,
+	p := &peer{ctx: ctx, headers: &opts.Headers, principal: opts.Principal,
 		bind: "http:" + principalKey(opts.Principal), version: defaultLegacyVersion}
-	if h := opts.Headers; h != nil && h.HasProtocolVersion {
-		p.version = headerValue(h.ProtocolVersion)
+	if opts.Headers.HasProtocolVersion {
+		p.version = headerValue(opts.Headers.ProtocolVersion)
 	}
 	var out reply
 	switch firstByte(body) {
 	case '{':
 		p.notify = opts.Notify
-		e.handle(p, body, false, func(r reply) { out = r })
+		out, _ = e.handle(p, body, false, nil) // a single message is answered on this goroutine
 	case '[':
 		max := opts.MaxBatch
 		if max <= 0 {

@@ -89,6 +89,11 @@ type inbound struct {
 	array   bool     // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
+
+	// Room for the members of params and _meta, so reading them allocates
+	// nothing more in the common case.
+	pbuf [8]member
+	mbuf [4]member
 }
 
 func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
@@ -98,57 +103,50 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
 // batch) at a time: decode, route responses and notifications, parse the
-// params, resolve the era, validate, gate the method, then run it. deliver
-// receives the answer exactly once, on this goroutine or, for a request
-// served on a goroutine of its own, on that one.
-func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) {
+// params, resolve the era, validate, gate the method, then run it. It
+// returns the answer (ok true), unless the request is served on a goroutine
+// of its own (a connection's request, a batch element): then it returns
+// ok false and that goroutine calls deliver with the answer, exactly once.
+func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
 	m, derr := decodeMessage(frame)
 	if derr != nil {
 		if m.isNotification() {
-			deliver(accepted) // a notification never gets a reply, not even an error
-			return
+			return accepted, true // a notification never gets a reply, not even an error
 		}
-		deliver(invalid(m.id, derr))
-		return
+		return invalid(m.id, derr), true
 	}
 	switch {
 	case !m.hasMethod: // a response
 		if p.conn != nil {
-			p.conn.response(m)
+			p.conn.response(&m)
 		}
-		deliver(accepted)
-		return
+		return accepted, true
 	case !m.hasID:
 		if p.conn != nil {
-			p.conn.notification(m)
+			p.conn.notification(&m)
 		}
-		deliver(accepted) // over HTTP a disconnect is the cancellation
-		return
+		return accepted, true // over HTTP a disconnect is the cancellation
 	}
 	if p.conn != nil && p.conn.isInFlight(m.id) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
-		deliver(answerErr(m.id, invalidRequest("id is already in flight")))
-		return
+		return answerErr(m.id, invalidRequest("id is already in flight")), true
 	}
-	in, perr := parseParams(m)
+	in, perr := parseParams(&m)
 	if perr != nil {
-		deliver(invalid(m.id, perr))
-		return
+		return invalid(m.id, perr), true
 	}
 	in.modern = isModern(in, p.headers)
 	if in.modern {
 		if inBatch {
-			deliver(invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)))
-			return
+			return invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)), true
 		}
 		if verr := validateModern(in, p.headers); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			deliver(reply{kind, errorFrame(in.id, verr)})
-			return
+			return reply{kind, errorFrame(in.id, verr)}, true
 		}
 	} else {
 		in.version = p.legacyVersion()
@@ -158,28 +156,22 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 				// Answered on this goroutine, they never count as in
 				// flight, but at the bound they are refused like any
 				// other request (docs/SPEC.md §4).
-				deliver(e.refusal(in, "server is busy"))
-				return
+				return e.refusal(in, "server is busy"), true
 			}
 			if in.method == "ping" {
-				deliver(answered(encodeResponse(in.id, []byte("{}"), nil)))
-				return
+				return answered(encodeResponse(in.id, []byte("{}"), nil)), true
 			}
 			if inBatch {
-				deliver(answerErr(in.id, invalidRequest("initialize must not be part of a batch")))
-				return
+				return answerErr(in.id, invalidRequest("initialize must not be part of a batch")), true
 			}
-			deliver(e.initialize(p, in))
-			return
+			return e.initialize(p, in), true
 		case "tools/list", "tools/call":
 		default:
-			deliver(answerErr(in.id, methodNotFound(in.method)))
-			return
+			return answerErr(in.id, methodNotFound(in.method)), true
 		}
 	}
 	if p.conn != nil {
-		p.conn.start(p, in, deliver)
-		return
+		return p.conn.start(p, in, deliver)
 	}
 	if inBatch && e.goCall(func() {
 		if p.batchSlots != nil {
@@ -188,9 +180,9 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 		}
 		deliver(e.serve(p.ctx, p, in, nil))
 	}) {
-		return
+		return reply{}, false
 	}
-	deliver(e.serve(p.ctx, p, in, nil))
+	return e.serve(p.ctx, p, in, nil), true
 }
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
@@ -227,7 +219,10 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
 			continue
 		}
-		e.handle(p, el, true, func(r reply) { b.put(i, r) })
+		put := func(r reply) { b.put(i, r) }
+		if r, ok := e.handle(p, el, true, put); ok {
+			put(r)
+		}
 	}
 }
 
@@ -279,12 +274,12 @@ func parseParams(m *message) (*inbound, *Error) {
 		return in, nil
 	}
 	var dup bool
-	in.params, dup = members(m.params, make([]member, 0, 4))
+	in.params, dup = members(m.params, in.pbuf[:0])
 	if dup {
 		return in, invalidRequest("duplicate member in params")
 	}
 	if raw, ok := in.param("_meta"); ok && isObject(raw) {
-		if in.meta, dup = members(raw, make([]member, 0, 4)); dup {
+		if in.meta, dup = members(raw, in.mbuf[:0]); dup {
 			return in, invalidRequest("duplicate member in params._meta")
 		}
 	}
@@ -397,40 +392,39 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 	}
 	switch in.method {
 	case "server/discover":
-		b := append([]byte(`"supportedVersions":`), supportedVersionsJSON...)
+		b := e.resultHead(make([]byte, 0, 512), in, "complete")
+		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 		b = append(b, `,"capabilities":{"tools":{}}`...)
 		if e.instructions != "" {
 			b = appendString(append(b, `,"instructions":`...), e.instructions)
 		}
-		b = e.appendCacheable(b)
-		return answered(encodeResponse(in.id, e.stamp(in, b), nil))
+		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
 		return e.listTools(ctx, in)
 	}
 	return e.callTool(ctx, p, in, elicit)
 }
 
-// stamp wraps a result's members into the result object: for a modern
-// request with resultType "complete" first and the serverInfo _meta last
-// (docs/SPEC.md §4 "Every modern result carries resultType … _meta"), for a
-// legacy one as they are. It is the one place results are stamped.
-func (e *Engine) stamp(in *inbound, members []byte) []byte {
-	return e.stampAs(in, "complete", members)
+// resultHead starts a response to in with a result: the head, then the
+// result object's opening — for a modern request with its resultType first
+// (docs/SPEC.md §4: every modern result carries resultType). The result's
+// members follow, then resultTail. The two are the one place results are
+// stamped; a response is built in one buffer.
+func (e *Engine) resultHead(b []byte, in *inbound, resultType string) []byte {
+	b = append(appendHead(b, in.id), `,"result":{`...)
+	if in.modern {
+		b = append(append(append(b, `"resultType":"`...), resultType...), `",`...)
+	}
+	return b
 }
 
-func (e *Engine) stampAs(in *inbound, resultType string, members []byte) []byte {
-	if !in.modern {
-		out := make([]byte, 0, len(members)+2)
-		return append(append(append(out, '{'), members...), '}')
+// resultTail ends what resultHead began: for a modern request the
+// serverInfo _meta (docs/SPEC.md §4), then the closing braces.
+func (e *Engine) resultTail(b []byte, in *inbound) []byte {
+	if in.modern {
+		b = append(append(b, `,"_meta":`...), e.metaJSON...)
 	}
-	out := make([]byte, 0, len(members)+len(e.metaJSON)+40)
-	out = append(out, `{"resultType":"`...)
-	out = append(out, resultType...)
-	out = append(out, `",`...)
-	out = append(out, members...)
-	out = append(out, `,"_meta":`...)
-	out = append(out, e.metaJSON...)
-	return append(out, '}')
+	return append(b, '}', '}')
 }
 
 // appendCacheable appends the ttlMs and cacheScope of list and discover
@@ -452,11 +446,12 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	if err != nil {
 		return answerErr(in.id, newError(CodeInternalError, "Internal error: the tool list could not be encoded"))
 	}
-	b := append([]byte(`"tools":`), tools...)
+	b := e.resultHead(make([]byte, 0, len(tools)+256), in, "complete")
+	b = append(append(b, `"tools":`...), tools...)
 	if in.modern {
 		b = e.appendCacheable(b)
 	}
-	return answered(encodeResponse(in.id, e.stamp(in, b), nil))
+	return answered(e.resultTail(b, in))
 }
 
 // callTool is docs/SPEC.md §3 in order.
@@ -483,11 +478,17 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 	}
 	caller := newCallCaller(in, p, elicit)
 	defer caller.finish()
-	result, rerr := e.runTool(ctx, caller, name, args)
-	if rerr != nil {
-		return answerErr(in.id, rerr)
+	return e.callResult(in, e.runTool(ctx, caller, name, args))
+}
+
+// callResult encodes a tools/call's outcome: its result, or the JSON-RPC
+// error of a submission that failed inside its turn.
+func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
+	if o.rerr != nil {
+		return answerErr(in.id, o.rerr)
 	}
-	return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, result)), nil))
+	b := e.resultHead(make([]byte, 0, 160+len(in.id.raw)+2*o.size()), in, "complete")
+	return answered(e.resultTail(o.appendTo(b), in))
 }
 
 // checkRoundParams refuses input-required round members where no round can
@@ -509,7 +510,57 @@ func checkRoundParams(in *inbound) *Error {
 
 var errUnknownState = invalidParams("unknown or expired requestState")
 
-var errShutdownResult = domain.ToolError(ErrShuttingDown.Error())
+var errShutdownResult = toolOutcome{result: domain.ToolError(ErrShuttingDown.Error())}
+
+// toolOutcome is what a tools/call produced: a session's envelope (written
+// straight into the response), another result (a tool error, a turn's
+// text), or the JSON-RPC error of a submission that failed inside its turn.
+type toolOutcome struct {
+	env    *domain.Envelope
+	result domain.ToolResult
+	rerr   *Error
+}
+
+func toolError(msg string) toolOutcome { return toolOutcome{result: domain.ToolError(msg)} }
+
+// size estimates the bytes of the outcome's text.
+func (o toolOutcome) size() int {
+	if o.env != nil {
+		return 64 + len(o.env.Result) + len(o.env.Error) + len(o.env.Metadata)
+	}
+	n := 0
+	for _, c := range o.result.Content {
+		n += len(c.Text)
+	}
+	return n
+}
+
+// scratch holds an envelope's JSON text while it is written into the
+// response as a string.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// appendTo appends the CallToolResult's members (no braces): for an
+// envelope, {"content":[{"type":"text","text":<envelope>}],"isError":
+// <!success>} (docs/SPEC.md §3.4), the envelope rendered once.
+func (o toolOutcome) appendTo(b []byte) []byte {
+	if o.env == nil {
+		return appendToolResult(b, o.result)
+	}
+	buf := scratch.Get().(*[]byte)
+	text, err := domain.AppendEnvelope((*buf)[:0], *o.env)
+	if err != nil {
+		*buf = text
+		scratch.Put(buf)
+		return appendToolResult(b, domain.ToolError("tool result could not be encoded"))
+	}
+	b = appendString(append(b, `"content":[{"type":"text","text":`...), text)
+	b = strconv.AppendBool(append(b, `}],"isError":`...), !o.env.Success)
+	if cap(text) <= 1<<20 { // a huge result's buffer is not kept
+		*buf = text
+		scratch.Put(buf)
+	}
+	return b
+}
 
 // shuttingDown reports whether a call on ctx ends because the server stops.
 func (e *Engine) shuttingDown(ctx context.Context) bool {
@@ -519,46 +570,42 @@ func (e *Engine) shuttingDown(ctx context.Context) bool {
 // runTool resolves the tool and runs it with caller: a tool result, or a
 // JSON-RPC error for a submission that failed inside its turn (docs/SPEC.md
 // §3.2). It is the one place session errors map to the wire.
-func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, args []byte) (domain.ToolResult, *Error) {
+func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, args []byte) toolOutcome {
 	if e.shuttingDown(ctx) {
-		return errShutdownResult, nil
+		return errShutdownResult
 	}
 	cat, err := e.catalog(ctx)
 	if err != nil {
-		return domain.ToolError(domain.ClientMessage(err)), nil
+		return toolError(domain.ClientMessage(err))
 	}
 	if cat.IsSubmit(name) {
 		prompt, ok := domain.SubmitPrompt(args)
 		if !ok {
-			return domain.ToolError(e.submit.InvalidArgumentsMessage()), nil
+			return toolError(e.submit.InvalidArgumentsMessage())
 		}
 		turn, err := e.session.Submit(ctx, prompt, caller)
 		switch {
 		case e.shuttingDown(ctx):
-			return errShutdownResult, nil
+			return errShutdownResult
 		case err == nil:
-			return domain.TextResult(turn.Response), nil
+			return toolOutcome{result: domain.TextResult(turn.Response)}
 		case errors.Is(err, ports.ErrRefused):
-			return domain.ToolError(domain.ClientMessage(err)), nil
+			return toolError(domain.ClientMessage(err))
 		default:
-			return domain.ToolResult{}, newError(CodeInternalError, domain.ClientMessage(err))
+			return toolOutcome{rerr: newError(CodeInternalError, domain.ClientMessage(err))}
 		}
 	}
 	if !cat.Has(name) {
-		return domain.ToolError(domain.UnknownToolMessage(name)), nil
+		return toolError(domain.UnknownToolMessage(name))
 	}
 	env, err := e.session.InvokeTool(ctx, name, args, caller)
 	if e.shuttingDown(ctx) {
-		return errShutdownResult, nil
+		return errShutdownResult
 	}
 	if err != nil {
-		return domain.ToolError(domain.ClientMessage(err)), nil
+		return toolError(domain.ClientMessage(err))
 	}
-	result, err := domain.RenderEnvelope(env)
-	if err != nil {
-		return domain.ToolError("tool result could not be encoded"), nil
-	}
-	return result, nil
+	return toolOutcome{env: &env}
 }
 
 // refusal answers a request that will not be served: tools/call gets the
@@ -567,7 +614,7 @@ func (e *Engine) refusal(in *inbound, msg string) reply {
 	if in.method != "tools/call" {
 		return answerErr(in.id, newError(CodeInternalError, msg))
 	}
-	return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, domain.ToolError(msg))), nil))
+	return e.callResult(in, toolError(msg))
 }
 
 // appendToolResult appends a CallToolResult's members (no braces):

@@ -87,9 +87,8 @@ type parkedCall struct {
 }
 
 type roundEvent struct {
-	prompt *roundPrompt
-	result domain.ToolResult
-	rerr   *Error
+	prompt  *roundPrompt
+	outcome toolOutcome
 }
 
 type roundPrompt struct {
@@ -246,15 +245,15 @@ func (e *Engine) startParked(name string, args []byte, who ports.Principal) *par
 	run := func() {
 		defer close(pc.done)
 		defer cancel(nil)
-		result, rerr := e.runTool(ctx, roundCaller{e, pc}, name, args)
+		o := e.runTool(ctx, roundCaller{e, pc}, name, args)
 		e.rounds.removeIf(func(x *parked) bool { return x.call == pc }) // a finished call holds no round
-		pc.events <- roundEvent{result: result, rerr: rerr}
+		pc.events <- roundEvent{outcome: o}
 	}
 	if !e.goCall(run) {
 		// The engine has stopped: the call ends before it starts.
 		cancel(ErrShuttingDown)
 		close(pc.done)
-		pc.events <- roundEvent{result: errShutdownResult}
+		pc.events <- roundEvent{outcome: errShutdownResult}
 	}
 	return pc
 }
@@ -274,10 +273,7 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 		select {
 		case ev := <-pc.events:
 			if ev.prompt == nil {
-				if ev.rerr != nil {
-					return answerErr(in.id, ev.rerr)
-				}
-				return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, ev.result)), nil))
+				return e.callResult(in, ev.outcome)
 			}
 			if r, parked := e.parkRound(p, in, bind, pc, ev.prompt); parked {
 				return r
@@ -296,7 +292,7 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 			e.endParked(pc, cause)
 			<-pc.done
 			if stopping {
-				return answered(encodeResponse(in.id, e.stamp(in, appendToolResult(nil, errShutdownResult)), nil))
+				return e.callResult(in, errShutdownResult)
 			}
 			return reply{kind: Cancelled}
 		}
@@ -323,10 +319,10 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 		p.conn.addChain(in.id.key(), pc)
 	}
 	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
-	b := append([]byte(`"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`), params...)
-	b = append(b, `}},"requestState":`...)
-	b = appendString(b, token)
-	return answered(encodeResponse(in.id, e.stampAs(in, "input_required", b), nil)), true
+	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
+	b = append(append(b, `"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`...), params...)
+	b = appendString(append(b, `}},"requestState":`...), token)
+	return answered(e.resultTail(b, in)), true
 }
 
 // Causes of a parked call's end when its round ended without an answer.

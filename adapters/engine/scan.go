@@ -7,7 +7,7 @@ import (
 )
 
 // A one-pass walker over JSON text that is already known to be valid
-// (json.Valid ran first). It finds an object's members and the raw bytes of
+// (domain.ValidJSON ran first). It finds an object's members and the raw bytes of
 // each value without decoding them, so the envelope and the params are read
 // once, allocating only what the caller keeps. Member names are compared as
 // decoded strings ("\u006dethod" is "method", as encoding/json reads it).
@@ -145,13 +145,58 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// unquote decodes a JSON string literal (with its quotes). The common case,
-// no escapes, is one conversion.
+// unquote decodes a JSON string literal (with its quotes). The names the
+// engine reads are its own constants (no allocation); other strings
+// without escapes are one conversion.
 func unquote(lit []byte) string {
 	if len(lit) < 2 {
 		return ""
 	}
 	body := lit[1 : len(lit)-1]
+	switch string(body) { // no allocation: the compiler compares in place
+	case "jsonrpc":
+		return "jsonrpc"
+	case "id":
+		return "id"
+	case "method":
+		return "method"
+	case "params":
+		return "params"
+	case "result":
+		return "result"
+	case "error":
+		return "error"
+	case "name":
+		return "name"
+	case "arguments":
+		return "arguments"
+	case "_meta":
+		return "_meta"
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "ping":
+		return "ping"
+	case "initialize":
+		return "initialize"
+	case "server/discover":
+		return "server/discover"
+	case metaProtocolVersion:
+		return metaProtocolVersion
+	case metaClientCapabilities:
+		return metaClientCapabilities
+	case metaProgressToken:
+		return metaProgressToken
+	case ModernVersion:
+		return ModernVersion
+	case "cursor":
+		return "cursor"
+	case "requestState":
+		return "requestState"
+	case "inputResponses":
+		return "inputResponses"
+	}
 	for _, c := range body {
 		if c == '\\' {
 			var s string

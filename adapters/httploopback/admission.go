@@ -32,9 +32,9 @@ func Admission(bound netip.AddrPort, token string, logger *slog.Logger) func(htt
 				status, reason = http.StatusForbidden, "request target"
 			case r.Host != hostport:
 				status, reason = http.StatusForbidden, "Host"
-			case !streamable.OriginAllowed(r.Header.Values("Origin"), origin):
+			case !streamable.OriginAllowed(r.Header["Origin"], origin):
 				status, reason = http.StatusForbidden, "Origin"
-			case !authorized(r.Header.Values("Authorization"), want):
+			case !authorized(r.Header["Authorization"], want):
 				status, reason = http.StatusUnauthorized, "bearer token"
 			default:
 				next.ServeHTTP(w, r)

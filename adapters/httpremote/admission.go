@@ -115,7 +115,7 @@ func (f *Admission) serve(w http.ResponseWriter, r *http.Request, next streamabl
 	switch {
 	case !f.res.hosts[strings.ToLower(r.Host)]:
 		f.reject(w, r, http.StatusForbidden, "Host")
-	case !streamable.OriginAllowed(r.Header.Values("Origin"), f.res.origin):
+	case !streamable.OriginAllowed(r.Header["Origin"], f.res.origin):
 		f.reject(w, r, http.StatusForbidden, "Origin")
 	case r.RequestURI == f.res.metadataPath:
 		f.serveMetadata(w, r)
@@ -144,8 +144,8 @@ func (f *Admission) serveMetadata(w http.ResponseWriter, r *http.Request) {
 // authorize admits a request to the endpoint or refuses it: bearer token,
 // cached verdict, capped verification, then the verdict (docs/SPEC.md §5.3 step 4).
 func (f *Admission) authorize(w http.ResponseWriter, r *http.Request, next streamable.PrincipalHandler) {
-	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
-	token, ok := streamable.BearerCredential(r.Header.Values("Authorization"))
+	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header["X-Forwarded-For"])
+	token, ok := streamable.BearerCredential(r.Header["Authorization"])
 	if !ok {
 		f.refuse(w, r, client, ports.RefusalMissingToken)
 		return

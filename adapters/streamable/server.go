@@ -147,7 +147,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if logger == nil {
 		logger = opts.Engine.Logger()
 	}
-	base, cancelBase := context.WithCancelCause(context.Background())
+	base, cancelBase := context.WithCancelCause(opts.Engine.BaseContext(context.Background()))
 	stopSignal, signalStop := context.WithCancel(context.Background())
 	return &Server{
 		opts:       opts,

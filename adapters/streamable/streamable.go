@@ -40,12 +40,14 @@ package streamable
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
@@ -202,11 +204,11 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusMethodNotAllowed, "method not POST")
 		return
 	}
-	if !isJSONContentType(r.Header.Values("Content-Type")) {
+	if !isJSONContentType(r.Header["Content-Type"]) {
 		h.refuseRPC(w, r, http.StatusUnsupportedMediaType, "Invalid Request: Content-Type must be application/json")
 		return
 	}
-	if !acceptsJSONAndSSE(r.Header.Values("Accept")) {
+	if !acceptsJSONAndSSE(r.Header["Accept"]) {
 		h.refuseRPC(w, r, http.StatusNotAcceptable, "Invalid Request: Accept must list application/json and text/event-stream")
 		return
 	}
@@ -220,7 +222,8 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
 	}
-	body, ok := h.readBody(w, r)
+	rc := http.NewResponseController(w)
+	body, ok := h.readBody(w, r, rc)
 	if !ok {
 		return
 	}
@@ -232,7 +235,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		held = max(held, run)
 		return run
 	}
-	h.exchange(w, r, body, p, admitBatch)
+	h.exchange(w, r, rc, body, p, admitBatch)
 }
 
 // acquire takes n in-flight slots at once, or none.
@@ -256,14 +259,9 @@ func (h *Handler) release(n int) {
 
 // readBody reads the whole body within MaxBodyBytes and BodyReadTimeout. On
 // failure it has answered the request (413, 408 or 400) and returns false.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	rc := http.NewResponseController(w)
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, bool) {
 	_ = rc.SetReadDeadline(time.Now().Add(h.bodyReadTimeout))
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body, err := h.read(w, r)
 	if err == nil {
 		// The deadline must not outlive the body: net/http's background
 		// read, which notices a client going away (and so cancels the
@@ -271,7 +269,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		// would cancel the call too. net/http clears it as the body ends;
 		// this says so explicitly.
 		_ = rc.SetReadDeadline(time.Time{})
-		return buf.Bytes(), true
+		return body, true
 	}
 	// The connection is closed after the answer; bound the draining of
 	// whatever is left of the body meanwhile.
@@ -291,98 +289,132 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	return nil, false
 }
 
+// read reads the whole body: a declared length in one buffer of that size
+// (net/http ends the body there), a streamed one up to MaxBodyBytes.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n > 0 {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF // the body broke off
+			}
+			return nil, err
+		}
+		return body, nil
+	}
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	return buf.Bytes(), err
+}
+
 // exchange hands the body to the engine and writes its answer: JSON, or an
 // SSE stream once a notification precedes the answer or SSEAfter passes
 // (never for a batch: batch responses are one JSON array, docs/SPEC.md §4).
 //
-// All writes happen on this goroutine. The engine runs on its own goroutine,
-// which ends when the engine returns: the call is cancelled with the
-// request's context, so a client that goes away ends it, and the handler
-// still waits for it (its slots stay held until its calls have returned).
-func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, body []byte, p ports.Principal, admitBatch func(int) int) {
-	ctx := r.Context()
-	batch := firstByte(body) == '['
-	// Notify is called by the session's goroutine before the engine answers;
-	// the buffer decouples it from a slow client, and a full buffer waits
-	// for the client (or the request's end) rather than grow.
-	notes := make(chan []byte, 64)
-	opts := engine.ExchangeOptions{
-		Headers:    mcpHeaders(r.Header),
-		MaxBatch:   h.maxBatch,
-		Principal:  p,
-		AdmitBatch: admitBatch,
-		Notify: func(msg []byte) {
-			select {
-			case notes <- msg:
-			case <-ctx.Done():
-			}
-		},
+// The engine runs on this goroutine: the call is cancelled with the
+// request's context, so a client that goes away ends it, and the request's
+// slots stay held until its calls have returned. Notifications (from the
+// call, on this goroutine or a parked call's) and the SSE timer write
+// through one responder, under its lock; once the answer is written the
+// responder writes nothing more.
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body []byte, p ports.Principal, admitBatch func(int) int) {
+	out := &responder{w: w, out: stallWriter{w: w, rc: rc, stall: h.writeStall}, keepAlive: h.keepAlive}
+	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
+	if firstByte(body) != '[' {
+		opts.Notify = out.notify
+		out.mu.Lock()
+		out.timer = time.AfterFunc(h.sseAfter, out.tick)
+		out.mu.Unlock()
 	}
-	replies := make(chan engine.Reply, 1)
-	go func() { replies <- h.eng.Exchange(ctx, body, opts) }()
+	reply := h.eng.Exchange(r.Context(), body, opts)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	out.done = true
+	if out.timer != nil {
+		out.timer.Stop()
+	}
+	switch {
+	case reply.Kind == engine.Cancelled:
+		// The client left: nothing to write.
+	case reply.Kind == engine.Busy:
+		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
+	case out.sse:
+		if len(reply.Body) > 0 {
+			out.event(reply.Body)
+		}
+	case len(reply.Body) == 0:
+		w.WriteHeader(statusOf(reply.Kind))
+	default:
+		writeBody(&out.out, statusOf(reply.Kind), reply.Body)
+	}
+}
 
-	out := &stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}
-	var sseAfter <-chan time.Time
-	if !batch {
-		t := time.NewTimer(h.sseAfter)
-		defer t.Stop()
-		sseAfter = t.C
+// responder writes one request's response: its notifications and the SSE
+// keep-alives as they come (switching to text/event-stream first), then the
+// answer. Its methods run under mu.
+type responder struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	out       stallWriter
+	keepAlive time.Duration
+	timer     *time.Timer
+	sse       bool // the response is an event stream
+	done      bool // the answer was written: nothing more is
+}
+
+// notify writes a notification (progress) as an event.
+func (r *responder) notify(msg []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.event(msg)
 	}
-	var s *sseStream
-	var ticker *time.Ticker
-	var keepAlive <-chan time.Time
-	start := func() {
-		if s != nil {
-			return
-		}
-		s = startSSE(out)
-		ticker = time.NewTicker(h.keepAlive)
-		keepAlive = ticker.C
+}
+
+// tick is the SSE timer: the first time (SSEAfter without an answer) it
+// starts the event stream, then it writes a keep-alive comment every
+// KeepAlive.
+func (r *responder) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
 	}
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
-	for {
-		select {
-		case msg := <-notes:
-			start()
-			s.event(msg)
-		case <-sseAfter:
-			sseAfter = nil
-			start()
-		case <-keepAlive:
-			s.comment()
-		case reply := <-replies:
-			// Every Notify returned before Exchange did, so whatever is
-			// buffered precedes the answer.
-			for pending := true; pending; {
-				select {
-				case msg := <-notes:
-					start()
-					s.event(msg)
-				default:
-					pending = false
-				}
-			}
-			switch {
-			case reply.Kind == engine.Cancelled:
-				// The client left: nothing to write.
-			case reply.Kind == engine.Busy:
-				h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
-			case s != nil:
-				if len(reply.Body) > 0 {
-					s.event(reply.Body)
-				}
-			case len(reply.Body) == 0:
-				w.WriteHeader(statusOf(reply.Kind))
-			default:
-				h.writeBody(out, statusOf(reply.Kind), reply.Body)
-			}
-			return
-		}
+	if r.sse {
+		r.out.write([]byte(": keep-alive\n\n"))
+		r.out.flush()
+	} else {
+		r.start()
 	}
+	r.timer.Reset(r.keepAlive)
+}
+
+func (r *responder) start() {
+	if r.sse {
+		return
+	}
+	r.sse = true
+	h := r.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	r.w.WriteHeader(http.StatusOK)
+	r.out.flush()
+}
+
+// event writes msg as one "message" event; a message holding line breaks
+// (never the engine's compact JSON) is split over several data lines.
+func (r *responder) event(msg []byte) {
+	r.start()
+	b := make([]byte, 0, len(msg)+24)
+	b = append(b, "event: message\n"...)
+	for line := range bytes.Lines(msg) {
+		b = append(b, "data: "...)
+		b = append(b, bytes.TrimRight(line, "\r\n")...)
+		b = append(b, '\n')
+	}
+	r.out.write(append(b, '\n'))
+	r.out.flush()
 }
 
 // statusOf maps the engine's outcome kinds to Streamable HTTP statuses
@@ -438,39 +470,6 @@ func (s *stallWriter) flush() {
 	}
 }
 
-// sseStream writes one text/event-stream response.
-type sseStream struct{ out *stallWriter }
-
-func startSSE(out *stallWriter) *sseStream {
-	h := out.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	out.w.WriteHeader(http.StatusOK)
-	out.flush()
-	return &sseStream{out: out}
-}
-
-// event writes msg as one "message" event; a message holding line breaks
-// (never the engine's compact JSON) is split over several data lines.
-func (s *sseStream) event(msg []byte) {
-	var b bytes.Buffer
-	b.WriteString("event: message\n")
-	for line := range bytes.Lines(msg) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimRight(line, "\r\n"))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	s.out.write(b.Bytes())
-	s.out.flush()
-}
-
-func (s *sseStream) comment() {
-	s.out.write([]byte(": keep-alive\n\n"))
-	s.out.flush()
-}
-
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
 	h.logger.Debug("streamable: refused", "status", status, "reason", reason)
 	refuse(w, r, status, h.unreadBodyGrace)
@@ -486,13 +485,22 @@ func (h *Handler) refuseRPC(w http.ResponseWriter, r *http.Request, status int, 
 
 // writeJSON answers status with an application/json body.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h.writeBody(&stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}, status, body)
+	writeBody(&stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}, status, body)
 }
 
-func (h *Handler) writeBody(out *stallWriter, status int, body []byte) {
+// jsonType is the Content-Type of JSON answers, shared: net/http only
+// reads header values.
+var jsonType = []string{"application/json"}
+
+// writeBody answers status with an application/json body. A small body's
+// Content-Length is net/http's to set (it does when the body fits its
+// buffer and the handler returns); a larger one's is set here.
+func writeBody(out *stallWriter, status int, body []byte) {
 	hd := out.w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	hd["Content-Type"] = jsonType
+	if len(body) > 2048 {
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	out.w.WriteHeader(status)
 	out.write(body)
 }
@@ -500,16 +508,18 @@ func (h *Handler) writeBody(out *stallWriter, status int, body []byte) {
 // mcpHeaders collects the headers the modern revision compares with the body.
 // A header sent more than once is joined with commas, so it can only
 // mismatch.
-func mcpHeaders(h http.Header) *engine.Headers {
+func mcpHeaders(h http.Header) engine.Headers {
 	var out engine.Headers
 	out.ProtocolVersion, out.HasProtocolVersion = headerValue(h, "Mcp-Protocol-Version")
 	out.Method, out.HasMethod = headerValue(h, "Mcp-Method")
 	out.Name, out.HasName = headerValue(h, "Mcp-Name")
-	return &out
+	return out
 }
 
+// headerValue reads a header by its canonical key (net/http canonicalizes
+// what it receives, so the map is indexed directly).
 func headerValue(h http.Header, key string) (string, bool) {
-	v := h.Values(key)
+	v := h[key]
 	if len(v) == 0 {
 		return "", false
 	}
@@ -522,6 +532,9 @@ func isJSONContentType(values []string) bool {
 	if len(values) != 1 {
 		return false
 	}
+	if values[0] == "application/json" { // what clients send: no parsing
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(values[0])
 	return err == nil && mt == "application/json"
 }
@@ -533,6 +546,9 @@ func isJSONContentType(values []string) bool {
 // text/* one each; a range with q=0 is "not acceptable" and counts for
 // nothing. Types compare case-insensitively.
 func acceptsJSONAndSSE(values []string) bool {
+	if len(values) == 1 && (values[0] == "application/json, text/event-stream" || values[0] == "text/event-stream, application/json") {
+		return true // what the SDKs send: no parsing
+	}
 	var json, sse bool
 	for _, v := range values {
 		for part := range strings.SplitSeq(v, ",") {
