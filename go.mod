@@ -7,3 +7,5 @@ require (
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/time v0.16.0
 )
+
+require github.com/sashabaranov/go-openai v1.43.0
