@@ -279,11 +279,14 @@ func (e *Engine) awaitRound(c *call, in *inbound, bind domain.RoundBinding, pc *
 			}
 			return r, err
 		case <-c.ctx.Done():
-			// The retry was cancelled or its client went away: nobody can
-			// answer any more.
+			// The request was cancelled or its client went away: nobody can
+			// answer any more, nor receive the result, so the call ends and
+			// the tool's ctx with it (docs/SPEC.md §6: "ends it at once").
 			pc.abandon()
 			if errors.Is(context.Cause(c.ctx), ErrShuttingDown) {
 				pc.cancel(ErrShuttingDown)
+			} else {
+				pc.cancel(context.Canceled)
 			}
 			return callToolResult{ResultType: "complete", ToolResult: errShutdownResult, Meta: &resultMeta{e.info}}, nil
 		}
@@ -329,6 +332,7 @@ func (e *Engine) abandonChain(pc *parkedCall) {
 	}
 	e.rounds.RemoveIf(func(p *parked) bool { return p.call == pc })
 	pc.abandon()
+	pc.cancel(context.Canceled)
 }
 
 func newRounds(lifetime time.Duration) *domain.Rounds[*parked] {
