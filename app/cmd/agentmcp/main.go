@@ -5,6 +5,10 @@
 //	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
 //	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--ask-client]
 //
+// Every serve command also takes --model NAME [--model-url URL]
+// [--system-prompt-file PATH]: the agent behind agent_submit, on an
+// OpenAI-compatible endpoint (the key from OPENAI_API_KEY).
+//
 // See app.Main for exit codes and the README for client configuration.
 package main
 
