@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"testing/synctest"
 
@@ -52,4 +53,29 @@ func TestCancelledModernCallEndsTheTool(t *testing.T) {
 			t.Fatal("the cancelled call's tool is still running: its ctx did not end")
 		}
 	})
+}
+
+// TestRoundsProgressFromTheStart: a modern call under rounds that reports
+// progress as soon as it starts has every report delivered, the first
+// included (the call's goroutine can report before the request starts
+// waiting for it). Repeated, since losing it took a race.
+func TestRoundsProgressFromTheStart(t *testing.T) {
+	e, _ := askEngine(t, engine.Options{})
+	c := newClient(t, e)
+	for i := range 30 {
+		id := fmt.Sprint(i + 1)
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"_meta":{"progressToken":"p` + id + `",` + modernMeta[len(`"_meta":{`):] + `,"name":"progress","arguments":{"n":2}}}`)
+		var got []float64
+		for {
+			m := c.recv()
+			if m["method"] == "notifications/progress" {
+				got = append(got, m["params"].(map[string]any)["progress"].(float64))
+				continue
+			}
+			break
+		}
+		if len(got) != 2 || got[0] != 1 {
+			t.Fatalf("call %d: progress %v, want [1 2]", i+1, got)
+		}
+	}
 }

@@ -213,7 +213,7 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 	}
 	raw, resuming := in.params["requestState"]
 	if !resuming {
-		return e.awaitRound(c, in, bind, e.startParked(name, args, c.caller.Principal()))
+		return e.awaitRound(c, in, bind, e.startParked(name, args, c.caller.Principal(), c.req))
 	}
 	var token string
 	if raw[0] != '"' || json.Unmarshal(raw, &token) != nil {
@@ -231,14 +231,19 @@ func (e *Engine) callWithRounds(c *call, in *inbound, name string, args json.Raw
 		}
 		return e.awaitRound(c, in, bind, p.call)
 	}
+	p.call.mu.Lock()
+	p.call.waiter = c.req // before the call resumes, so none of its progress is lost
+	p.call.mu.Unlock()
 	p.prompt.answer(answer)
 	return e.awaitRound(c, in, bind, p.call)
 }
 
-// startParked runs the tool call on the engine's base context.
-func (e *Engine) startParked(name string, args json.RawMessage, who ports.Principal) *parkedCall {
+// startParked runs the tool call on the engine's base context, its
+// progress going to waiter from the start (the first report can come before
+// awaitRound runs).
+func (e *Engine) startParked(name string, args json.RawMessage, who ports.Principal, waiter *callCaller) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
-	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, events: make(chan roundEvent, 2), done: make(chan struct{}), waiter: waiter}
 	pc.unpark = func(p *roundPrompt) {
 		e.rounds.RemoveIf(func(x *parked) bool { return x.call == pc && (p == nil || x.prompt == p) })
 	}
