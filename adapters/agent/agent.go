@@ -28,7 +28,9 @@
 // [ErrBusy], and so is every new tool call from a client (calls already in
 // flight when the turn starts finish beside it). The turn's own tool calls
 // go straight to the inner session. A submission whose ctx ended before its
-// turn started is refused.
+// turn started is refused. A turn that was cancelled (or ran out of time)
+// but is still ending is waited for, up to [WindDown], rather than refused,
+// so a client that cancels a turn and submits again at once is served.
 //
 // # Conversations
 //
@@ -109,6 +111,11 @@ const (
 	// MaxHeartbeat is the longest heartbeat interval: clients commonly reset
 	// their request timeout on progress, so a turn reports well within it.
 	MaxHeartbeat = 10 * time.Second
+
+	// WindDown is how long a call waits for a cancelled turn to end before
+	// it is refused as busy; a cancelled turn ends within milliseconds
+	// (tools check for cancellation within a fraction of a second).
+	WindDown = 5 * time.Second
 )
 
 // Refusals; their messages are client-visible and single-line.
@@ -195,10 +202,41 @@ type Session struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu    sync.Mutex // guards turn, convs, tick
-	turn  bool       // a turn is running
-	convs map[ports.Principal]*conversation
-	tick  uint64 // last use, for least-recently-used eviction
+	mu      sync.Mutex // guards running, convs, tick
+	running *running   // the turn in progress, or nil
+	convs   map[ports.Principal]*conversation
+	tick    uint64 // last use, for least-recently-used eviction
+}
+
+// running is a turn in progress.
+type running struct {
+	ctx  context.Context // the turn's: done once it is cancelled or out of time
+	done chan struct{}   // closed when the turn has ended
+}
+
+// awaitEnd waits for r to end when it is already ending (its ctx done), up
+// to WindDown or until ctx ends; it reports whether r ended. A live turn is
+// not waited for.
+func awaitEnd(ctx context.Context, r *running) bool {
+	if r.ctx.Err() == nil {
+		return false
+	}
+	timer := time.NewTimer(WindDown)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return false
+}
+
+// current returns the turn in progress, or nil.
+func (s *Session) current() *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
 }
 
 var _ ports.Session = (*Session)(nil)
@@ -221,11 +259,10 @@ func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
 // InvokeTool runs a client's tool call on the inner session, unless a turn
 // is running: then it is refused with [ErrBusy].
 func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
-	s.mu.Lock()
-	busy := s.turn
-	s.mu.Unlock()
-	if busy {
-		return domain.Envelope{}, ErrBusy
+	for r := s.current(); r != nil; r = s.current() {
+		if !awaitEnd(ctx, r) {
+			return domain.Envelope{}, ErrBusy
+		}
 	}
 	return s.inner.InvokeTool(ctx, name, arguments, caller)
 }
@@ -236,28 +273,40 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // timeout, cancellation) is any other error, with a client-visible first
 // line that names the cause.
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
-	s.mu.Lock()
-	if s.turn {
+	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
+	defer cancel()
+	me := &running{ctx: tctx, done: make(chan struct{})}
+	for {
+		if ctx.Err() != nil {
+			return ports.TurnResult{}, errNotStarted
+		}
+		s.mu.Lock()
+		r := s.running
+		if r == nil {
+			s.running = me
+		}
 		s.mu.Unlock()
-		return ports.TurnResult{}, ErrBusy
+		if r == nil {
+			break
+		}
+		if !awaitEnd(ctx, r) {
+			if ctx.Err() != nil {
+				return ports.TurnResult{}, errNotStarted
+			}
+			return ports.TurnResult{}, ErrBusy
+		}
 	}
-	s.turn = true
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.turn = false
+		s.running = nil
 		s.mu.Unlock()
+		close(me.done)
 	}()
-	if ctx.Err() != nil {
-		return ports.TurnResult{}, errNotStarted
-	}
 	if caller == nil {
 		caller = ports.ClosedCaller{}
 	}
 
 	conv := s.conversation(caller.Principal())
-	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
-	defer cancel()
 	t := &turn{
 		s:      s,
 		ctx:    tctx,

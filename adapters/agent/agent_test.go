@@ -708,3 +708,50 @@ func TestNew(t *testing.T) {
 		t.Error("New without an inner session and a model succeeded")
 	}
 }
+
+// TestResubmitWhileACancelledTurnEnds: a submission or tool call that
+// arrives while a cancelled turn is still ending waits for it instead of
+// being refused (a client that cancels and submits again at once). The
+// cancelled turn is held inside its permission prompt, which ignores the
+// cancellation until released.
+func TestResubmitWhileACancelledTurnEnds(t *testing.T) {
+	r := newRig(t, rigOptions{files: map[string]string{"a.txt": "a"}, answer: func(req *chatscript.Request) chatscript.Reply {
+		if req.LastUser() == "write" && req.N == 1 {
+			return calls("write_file", `{"path":"x.txt","content":"x"}`)
+		}
+		return text("served: " + req.LastUser())
+	}})
+	asking := make(chan struct{})
+	release := make(chan struct{})
+	c := newCaller()
+	c.OnPermission = func(context.Context, domain.PermissionPrompt) {
+		close(asking)
+		<-release // a slow Caller: it does not watch the cancellation
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	first := r.submit(ctx, "write", c)
+	await(t, asking, "the permission prompt")
+	cancel()
+
+	second := r.submit(t.Context(), "again", newCaller())
+	tool := make(chan error, 1)
+	go func() {
+		_, err := r.session.InvokeTool(t.Context(), "read_file", json.RawMessage(`{"path":"a.txt"}`), ports.ClosedCaller{})
+		tool <- err
+	}()
+	select {
+	case got := <-second:
+		t.Fatalf("the second submission returned %q, %v while the cancelled turn was still ending", got.res.Response, got.err)
+	default:
+	}
+	close(release)
+	if got := await(t, first, "the cancelled turn"); got.err == nil {
+		t.Errorf("the cancelled turn answered %q", got.res.Response)
+	}
+	if got := await(t, second, "the second submission"); got.err != nil || got.res.Response != "served: again" {
+		t.Errorf("the second submission = %q, %v; want it served once the cancelled turn ended", got.res.Response, got.err)
+	}
+	if err := await(t, tool, "the tool call"); err != nil && !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("the tool call = %v", err)
+	}
+}
