@@ -755,3 +755,22 @@ func TestResubmitWhileACancelledTurnEnds(t *testing.T) {
 		t.Errorf("the tool call = %v", err)
 	}
 }
+
+// TestTurnTimeout: a turn that outlives its bound fails with a message that
+// says so, and leaves nothing in the conversation.
+func TestTurnTimeout(t *testing.T) {
+	r := newRig(t, rigOptions{agent: agent.Options{TurnTimeout: 50 * time.Millisecond}, answer: func(req *chatscript.Request) chatscript.Reply {
+		if req.LastUser() == "stall" {
+			return chatscript.Reply{Text: "never", Mid: func(ctx context.Context) { <-ctx.Done() }}
+		}
+		return text("answer to " + req.LastUser())
+	}})
+	msg := r.failTurn(t, "stall")
+	if !strings.Contains(msg, "ran out of time after 50ms") {
+		t.Errorf("message = %q", msg)
+	}
+	r.turn(t, "next", nil)
+	if last := r.srv.Requests()[1]; roles(last) != "system user" {
+		t.Errorf("after a timed-out turn the next request is %s", roles(last))
+	}
+}
