@@ -25,6 +25,13 @@ var commandLine = &command{
 over --root DIR, and the submission tool (agent_submit unless --submit-name
 says otherwise), which is refused until a model backend is configured.
 
+--model NAME turns on the agent behind the submission tool, on any
+OpenAI-compatible Chat Completions endpoint: --model-url URL (default
+$OPENAI_BASE_URL, else https://api.openai.com/v1; Ollama:
+http://127.0.0.1:11434/v1), the key from OPENAI_API_KEY only,
+--system-prompt-file PATH to replace its system prompt. Without --model the
+submission tool is refused.
+
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (elicitation, or input-required rounds). Turn it on only
 when you trust whoever can reach the carrier to approve the session's tool

@@ -51,6 +51,11 @@ checked against the system's pool: set SSL_CERT_FILE for a private CA.
 believed; without one, every client behind a local proxy shares one
 throttle budget.
 
+With --model, each admitted principal (issuer, subject and client) has a
+conversation of its own: one never sees another's turns (at most 64 are kept,
+the least recently used dropped first). Turns still run one at a time over
+the one workspace.
+
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (input-required rounds, modern clients only). Turn it on
 only when you trust whoever can reach the carrier — here, every principal the

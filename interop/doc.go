@@ -17,6 +17,16 @@
 // input-required rounds at 2026-07-28, on stdio and on the loopback host
 // (gosdk_ask_test.go, httphost_test.go).
 //
+// gosdk_agent_test.go and ts_agent_test.go (ts/agent.mjs) drive the agent
+// behind agent_submit (docs/SPEC.md §9): the binary runs with --model and
+// --model-url naming a scripted Chat Completions endpoint on 127.0.0.1
+// (chat_test.go), the one stand-in, since no model can run here. Each client
+// submits a prompt with a progressToken, receives progress, approves the
+// model's write_file (legacy elicitation on stdio for the TypeScript client,
+// an input-required round at 2026-07-28 on the loopback host for the Go
+// client) and gets the final answer; then a cancelled agent_submit ends its
+// turn (the endpoint sees its request cancelled) and the next one works.
+//
 // It is a separate Go module so that the main module never depends on an MCP
 // SDK. "go test ./..." from the repository root does not enter it; run
 // scripts/test.sh, which runs both modules and installs the npm packages the

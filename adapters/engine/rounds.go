@@ -215,7 +215,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	defer waiter.finish()
 	raw, resuming := in.param("requestState")
 	if !resuming {
-		return e.awaitRound(ctx, p, in, bind, waiter, e.startParked(name, args, p.principal))
+		return e.awaitRound(ctx, p, in, bind, e.startParked(name, args, p.principal, waiter))
 	}
 	if !isString(raw) {
 		return answerErr(in.id, invalidParams("requestState must be a string"))
@@ -225,22 +225,34 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 		return answerErr(in.id, errUnknownState)
 	}
 	x.timer.Stop()
+	// This request receives the call's progress from now on, before the
+	// call resumes: its first report is not lost.
+	x.call.setWaiter(waiter)
 	answer, ok := lookup(responses, promptKey)
 	if !ok {
 		// The answer is missing: ask the same prompt again, under a new token.
 		if r, parked := e.parkRound(p, in, bind, x.call, x.prompt); parked {
+			x.call.setWaiter(nil)
 			return r
 		}
-		return e.awaitRound(ctx, p, in, bind, waiter, x.call)
+		return e.awaitRound(ctx, p, in, bind, x.call)
 	}
 	x.prompt.answer(append(json.RawMessage(nil), answer...))
-	return e.awaitRound(ctx, p, in, bind, waiter, x.call)
+	return e.awaitRound(ctx, p, in, bind, x.call)
 }
 
-// startParked runs the tool call on a context of its own under the engine's.
-func (e *Engine) startParked(name string, args []byte, who ports.Principal) *parkedCall {
+// setWaiter names the request progress goes to (nil: none).
+func (pc *parkedCall) setWaiter(w *callCaller) {
+	pc.mu.Lock()
+	pc.waiter = w
+	pc.mu.Unlock()
+}
+
+// startParked runs the tool call on a context of its own under the engine's;
+// its progress goes to waiter from the start.
+func (e *Engine) startParked(name string, args []byte, who ports.Principal, waiter *callCaller) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
-	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, waiter: waiter, events: make(chan roundEvent, 2), done: make(chan struct{})}
 	args = append([]byte(nil), args...) // the request's buffer does not outlive it
 	run := func() {
 		defer close(pc.done)
@@ -259,16 +271,9 @@ func (e *Engine) startParked(name string, args []byte, who ports.Principal) *par
 }
 
 // awaitRound waits for the call's next prompt (park it) or its result, or
-// for the request to end.
-func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, waiter *callCaller, pc *parkedCall) reply {
-	pc.mu.Lock()
-	pc.waiter = waiter
-	pc.mu.Unlock()
-	defer func() {
-		pc.mu.Lock()
-		pc.waiter = nil
-		pc.mu.Unlock()
-	}()
+// for the request to end. The request is the call's waiter until then.
+func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall) reply {
+	defer pc.setWaiter(nil)
 	for {
 		select {
 		case ev := <-pc.events:

@@ -84,14 +84,16 @@
 // root, a cap exceeded, permission denied, cancellation), duration in
 // milliseconds and an executionId "exec-<n>", n counting calls from 1 per
 // session. A failed tool call is a failed envelope, not an error; InvokeTool
-// returns an error only for a refusal ([ErrBusy], [ErrClosed]).
+// returns an error only for a refusal ([ErrClosed]).
 //
 // Concurrency: tool calls, write_file included, run concurrently with each
 // other (a write replaces its file atomically, so readers see the old or the
-// new content, never a mix). Submissions run one turn at a time; while a turn
-// runs, every new tool call and submission is refused with [ErrBusy] (tool
-// calls already in flight when the turn starts finish beside it). Until a model
-// backend exists, every submission is refused with [ErrNoModel].
+// new content, never a mix).
+//
+// Submissions: the workspace is tools only. Every submission is refused
+// with [ErrNoModel]; the CLI puts the agent loop (adapters/agent) in front
+// of the workspace when a model is configured (docs/SPEC.md §9), and that
+// loop owns the turn and busy rules.
 package workspace
 
 import (
@@ -175,14 +177,12 @@ const (
 	ProgressEvery = 100
 )
 
-// Refusals. Their messages are client-visible and single-line; all three wrap
+// Refusals. Their messages are client-visible and single-line; both wrap
 // [ports.ErrRefused].
 var (
-	// ErrNoModel refuses every submission until a model backend exists.
-	ErrNoModel = ports.Refused("submissions are not available: this reference workspace session has no model backend yet; a later release configures one with --model")
-
-	// ErrBusy refuses a submission or tool call made while a turn runs.
-	ErrBusy = ports.Refused("session is busy: a turn is running; retry when it finishes")
+	// ErrNoModel refuses every submission: the workspace runs no turns of
+	// its own. Its message says how to configure a model.
+	ErrNoModel = ports.Refused("submissions are not available: no model is configured; start agentmcp with --model NAME (and --model-url URL for a local or other OpenAI-compatible endpoint)")
 
 	// ErrClosed refuses every call after [Session.Close].
 	ErrClosed = ports.Refused("workspace session is closed")
@@ -203,14 +203,10 @@ type Options struct {
 // Session is the reference workspace session. It is safe for concurrent use.
 // Create it with [New] and release it with [Session.Close].
 type Session struct {
-	root *os.Root
-	log  *slog.Logger
-	gate gate
-	seq  atomic.Uint64 // execution ids
-
-	// turn runs one submitted turn; nil until a model backend exists. Tests
-	// set it (export_test.go) to exercise the one-turn-at-a-time rules.
-	turn func(ctx context.Context, prompt string, caller ports.Caller) (string, error)
+	root   *os.Root
+	log    *slog.Logger
+	closed atomic.Bool
+	seq    atomic.Uint64 // execution ids
 
 	// hooks are test seams; the zero value does nothing.
 	hooks hooks
@@ -255,7 +251,7 @@ func New(opts Options) (*Session, error) {
 // returns the first call's result.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
-		s.gate.close()
+		s.closed.Store(true)
 		s.closeErr = s.root.Close()
 	})
 	return s.closeErr
@@ -283,10 +279,10 @@ func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
 // (bad arguments, file-system errors, caps, permission denied, cancellation of
 // ctx) are failed envelopes with a nil error; a name that is not a runtime
 // tool is a failed envelope "Unknown tool: <name>". The error is non-nil only
-// for a refusal: [ErrBusy] while a turn runs, [ErrClosed] after Close.
+// for a refusal: [ErrClosed] after Close.
 func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
-	if err := s.gate.enterCall(); err != nil {
-		return domain.Envelope{}, err
+	if s.closed.Load() {
+		return domain.Envelope{}, ErrClosed
 	}
 	if caller == nil {
 		caller = ports.ClosedCaller{}
@@ -323,73 +319,12 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 	return env, nil
 }
 
-// Submit refuses with [ErrNoModel]: this session has no model backend yet.
-// Once one exists, Submit runs one turn at a time: a submission made while a
-// turn runs is refused with [ErrBusy], and one whose ctx ended before its turn
-// started is refused too.
+// Submit refuses every submission: with [ErrNoModel], or [ErrClosed] after
+// Close. Turns are the agent loop's (adapters/agent), which wraps this
+// session when a model is configured.
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
-	if s.turn == nil {
-		return ports.TurnResult{}, ErrNoModel
+	if s.closed.Load() {
+		return ports.TurnResult{}, ErrClosed
 	}
-	if err := s.gate.enterTurn(); err != nil {
-		return ports.TurnResult{}, err
-	}
-	defer s.gate.exitTurn()
-	if ctx.Err() != nil {
-		return ports.TurnResult{}, ports.Refused("submission cancelled before its turn started")
-	}
-	if caller == nil {
-		caller = ports.ClosedCaller{}
-	}
-	response, err := s.turn(ctx, prompt, caller)
-	if err != nil {
-		return ports.TurnResult{}, err
-	}
-	return ports.TurnResult{Response: response}, nil
-}
-
-// gate enforces the busy rules: one turn at a time, no new call while a turn
-// runs, nothing after close. Tool calls need no count: they run beside each
-// other and beside a turn that started after them.
-type gate struct {
-	mu     sync.Mutex // guards the fields below
-	turn   bool       // a turn is running
-	closed bool
-}
-
-func (g *gate) enterCall() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case g.closed:
-		return ErrClosed
-	case g.turn:
-		return ErrBusy
-	}
-	return nil
-}
-
-func (g *gate) enterTurn() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case g.closed:
-		return ErrClosed
-	case g.turn:
-		return ErrBusy
-	}
-	g.turn = true
-	return nil
-}
-
-func (g *gate) exitTurn() {
-	g.mu.Lock()
-	g.turn = false
-	g.mu.Unlock()
-}
-
-func (g *gate) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+	return ports.TurnResult{}, ErrNoModel
 }

@@ -113,28 +113,12 @@ func contractFixture(t *testing.T) (porttest.Fixture, *workspace.Session) {
 	}, s
 }
 
-// TestContract runs the port's contract suite against the session as it
-// ships: no model backend, so every submission is refused.
+// TestContract runs the port's contract suite against the bare workspace:
+// it runs no turns, so every submission is refused (adapters/agent runs the
+// suite against the agent-backed session).
 func TestContract(t *testing.T) {
 	porttest.TestSession(t, func(t *testing.T) porttest.Fixture {
 		f, _ := contractFixture(t)
-		return f
-	})
-}
-
-// TestContractWithScriptedTurns runs the suite with a scripted turn in place
-// of the model backend, exercising one-turn-at-a-time and busy refusals.
-func TestContractWithScriptedTurns(t *testing.T) {
-	porttest.TestSession(t, func(t *testing.T) porttest.Fixture {
-		f, s := contractFixture(t)
-		workspace.SetTurn(s, func(ctx context.Context, prompt string, c ports.Caller) (string, error) {
-			c.Progress(ctx, 1, 0, "thinking")
-			return "re: " + prompt, nil
-		})
-		f.Turn = func(i int) (string, string) {
-			p := fmt.Sprintf("prompt %d", i)
-			return p, "re: " + p
-		}
 		return f
 	})
 }
@@ -308,8 +292,8 @@ func TestSubmitWithoutModel(t *testing.T) {
 		t.Fatalf("Submit = %v, want a refusal (ErrNoModel)", err)
 	}
 	msg := domain.ClientMessage(err)
-	if msg != err.Error() || !strings.Contains(msg, "no model backend") || !strings.Contains(msg, "--model") {
-		t.Errorf("refusal message %q should be one line saying how a model will be configured", msg)
+	if msg != err.Error() || !strings.Contains(msg, "no model is configured") || !strings.Contains(msg, "--model NAME") || !strings.Contains(msg, "--model-url") {
+		t.Errorf("refusal message %q should be one line naming --model and --model-url", msg)
 	}
 }
 
@@ -323,6 +307,9 @@ func TestClose(t *testing.T) {
 	}
 	if _, err := s.InvokeTool(t.Context(), "read_file", json.RawMessage(`{"path":"a.txt"}`), ports.ClosedCaller{}); !errors.Is(err, workspace.ErrClosed) {
 		t.Errorf("InvokeTool after Close = %v, want ErrClosed", err)
+	}
+	if _, err := s.Submit(t.Context(), "p", nil); !errors.Is(err, workspace.ErrClosed) {
+		t.Errorf("Submit after Close = %v, want ErrClosed", err)
 	}
 }
 

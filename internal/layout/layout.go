@@ -26,6 +26,7 @@ type Rule struct {
 const (
 	jose     = "github.com/go-jose/go-jose/v4"
 	timeRate = "golang.org/x/time/rate"
+	goOpenAI = "github.com/sashabaranov/go-openai"
 )
 
 var core = []string{"ports", "domain"}
@@ -43,8 +44,11 @@ var Rules = []Rule{
 	{"adapters/httpremote", append([]string{"adapters/engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", core, "the reference session: ports, domain"},
+	{"adapters/agent", core, "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
+	{"adapters/openai", append([]string{goOpenAI + "/..."}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
+	{"internal/chatscript", nil, "a scripted Chat Completions endpoint for tests: the standard library only"},
 	{"internal/syncbuf", nil, "a goroutine-safe buffer for tests: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},

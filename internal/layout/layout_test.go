@@ -69,6 +69,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"the remote host imports the verifier adapter", map[string][]string{m("adapters/httpremote"): {m("adapters/oauth")}}, "adapters/httpremote imports " + m("adapters/oauth")},
 		{"the engine imports a carrier", map[string][]string{m("adapters/engine"): {m("adapters/stdio")}}, "adapters/engine imports"},
 		{"oauth imports x/time", map[string][]string{m("adapters/oauth"): {"golang.org/x/time/rate"}}, "adapters/oauth imports golang.org/x/time/rate"},
+		{"the agent imports the model adapter", map[string][]string{m("adapters/agent"): {m("adapters/openai")}}, "adapters/agent imports " + m("adapters/openai")},
+		{"the agent imports the workspace", map[string][]string{m("adapters/agent"): {m("adapters/workspace")}}, "adapters/agent imports " + m("adapters/workspace")},
+		{"the agent imports the client library", map[string][]string{m("adapters/agent"): {"github.com/sashabaranov/go-openai"}}, "adapters/agent imports github.com/sashabaranov/go-openai"},
+		{"the model adapter imports the workspace", map[string][]string{m("adapters/openai"): {m("adapters/workspace")}}, "adapters/openai imports " + m("adapters/workspace")},
 		{"an unnamed package", map[string][]string{m("adapters/websocket"): nil}, "adapters/websocket: no dependency rule"},
 	}
 	for _, c := range cases {
@@ -80,10 +84,12 @@ func TestCheckCatchesViolations(t *testing.T) {
 		})
 	}
 	ok := map[string][]string{
-		m("domain"):         nil,
-		m("ports"):          {m("domain")},
-		m("adapters/oauth"): {m("ports"), m("domain"), "github.com/go-jose/go-jose/v4/jwt"},
-		m("app"):            {m("adapters/stdio"), m("adapters/oauth")},
+		m("domain"):          nil,
+		m("ports"):           {m("domain")},
+		m("adapters/oauth"):  {m("ports"), m("domain"), "github.com/go-jose/go-jose/v4/jwt"},
+		m("app"):             {m("adapters/stdio"), m("adapters/oauth")},
+		m("adapters/agent"):  {m("ports"), m("domain")},
+		m("adapters/openai"): {m("ports"), m("domain"), "github.com/sashabaranov/go-openai", "github.com/sashabaranov/go-openai/internal"},
 	}
 	if got := Check(ok); len(got) != 0 {
 		t.Errorf("Check of a valid graph = %q, want none", got)

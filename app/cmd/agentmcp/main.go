@@ -2,10 +2,15 @@
 //
 //	agentmcp serve stdio  [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 //	agentmcp serve http   [--root DIR] [--port N] [--token-file PATH] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
+//	agentmcp serve unix   --socket PATH [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 //	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
 //	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 //	agentmcp version      (or --version)
 //	agentmcp help [COMMAND...]   (or -h, --help after any command)
+//
+// Every serve command also takes --model NAME [--model-url URL]
+// [--system-prompt-file PATH]: the agent behind agent_submit, on an
+// OpenAI-compatible endpoint (the key from OPENAI_API_KEY).
 //
 // Flags take one dash or two (-root, --root). Help goes to stdout with
 // status 0; a usage error prints one line and the usage on stderr with

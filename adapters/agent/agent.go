@@ -1,0 +1,632 @@
+// Package agent is the reference agent behind agent_submit (docs/SPEC.md
+// §9): a [ports.Session] decorator that runs each submission as a turn of a
+// model loop over another session's tools.
+//
+// [New] wraps an inner session (the CLI's workspace) and a [ports.Model].
+// RuntimeTools and InvokeTool are the inner session's; Submit runs one turn:
+//
+//  1. the prompt joins the caller's conversation (one per principal, below);
+//  2. model step: the system prompt, the conversation and the inner
+//     session's runtime tools go to the model, which answers text and/or tool
+//     calls;
+//  3. each tool call runs through the inner session's InvokeTool with the
+//     submission's own [ports.Caller], exactly as an MCP client's own
+//     tools/call would: the same tools, the same permission wrapper, so
+//     write_file asks whoever drives this agent_submit (docs/SPEC.md §6);
+//  4. the results go back to the model, and so on, until the model answers
+//     without tool calls: that text is the turn's response.
+//
+// Why a decorator, in its own package: the loop is not a property of any one
+// session, so it sits in front of one and depends only on the ports (the
+// Session it wraps and the Model it drives), never on the workspace or on a
+// model provider; the composition root (app) picks both. The same wrapper
+// serves any session, and another provider is one more Model adapter.
+//
+// # Busy rules
+//
+// One turn at a time: a submission made while a turn runs is refused with
+// [ErrBusy], and so is every new tool call from a client (calls already in
+// flight when the turn starts finish beside it). The turn's own tool calls
+// go straight to the inner session. A submission whose ctx ended before its
+// turn started is refused. A turn that was cancelled (or ran out of time)
+// but is still ending is waited for, up to [WindDown], rather than refused,
+// so a client that cancels a turn and submits again at once is served.
+//
+// # Conversations
+//
+// Each principal ([ports.Caller.Principal]: the zero value on local
+// carriers, issuer + subject + client on the remote host) has a
+// conversation of its own, so no principal ever sees another's history. At
+// most [Options.MaxConversations] are kept; a new principal beyond that
+// evicts the least recently used one. A conversation keeps whole turns,
+// newest last, within [Options.HistoryBytes]: after each turn the oldest
+// whole turns are dropped until the rest fit (the newest is always kept).
+// The system prompt is not part of the history and is sent every step.
+//
+// A turn joins its conversation only when it ends with a response. A turn
+// that fails (the endpoint is down, the key is refused, the turn times out)
+// or is cancelled leaves the conversation exactly as it was before its
+// prompt, so the next request never carries a tool call without its result
+// and the next turn starts clean.
+//
+// # Bounds
+//
+//   - at most [Options.MaxSteps] model steps per turn (default 32); reaching
+//     it ends the turn with a response that says so;
+//   - at most [Options.MaxToolCallsPerStep] tool calls run per step (default
+//     16); the rest are answered with an error result;
+//   - each tool result is cut to [Options.MaxToolResultBytes] (default 64 KiB)
+//     before the model sees it, with a note saying so;
+//   - the whole turn is bounded by [Options.TurnTimeout] (default 30
+//     minutes); each model request has its own timeout in the model adapter.
+//
+// # Bad model output
+//
+// A call of an unknown tool, arguments that are not a JSON object or that
+// the tool refuses, and an answer without choices each become an error the
+// model reads (a failed execution envelope, or a user-role note for an empty
+// answer); the turn goes on. Nothing the model writes can crash the session
+// or make a turn outlive its bounds.
+//
+// # Progress
+//
+// Through the submission's Caller (notifications/progress when the client
+// sent a progressToken): one report per model step ("model step 2") and per
+// tool call ("calling read_file"), the tools' own reports relabelled onto
+// the same increasing counter, and a heartbeat every [Options.Heartbeat]
+// (default 5 s, at most 10 s) while the model works.
+//
+// # Logging
+//
+// Counts, durations, tool names, the model's name and the endpoint: never a
+// prompt, a tool's arguments or result, a response, or a principal.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxSteps            = 32
+	DefaultMaxToolCallsPerStep = 16
+	DefaultMaxToolResultBytes  = 64 << 10
+	DefaultHistoryBytes        = 256 << 10
+	DefaultMaxConversations    = 64
+	DefaultTurnTimeout         = 30 * time.Minute
+	DefaultHeartbeat           = 5 * time.Second
+
+	// MaxHeartbeat is the longest heartbeat interval: clients commonly reset
+	// their request timeout on progress, so a turn reports well within it.
+	MaxHeartbeat = 10 * time.Second
+
+	// WindDown is how long a call waits for a cancelled turn to end before
+	// it is refused as busy; a cancelled turn ends within milliseconds
+	// (tools check for cancellation within a fraction of a second).
+	WindDown = 5 * time.Second
+)
+
+// Refusals; their messages are client-visible and single-line.
+var (
+	// ErrBusy refuses a submission or a client's tool call made while a
+	// turn runs.
+	ErrBusy = ports.Refused("session is busy: a turn is running; retry when it finishes")
+
+	// errNotStarted refuses a submission whose ctx ended before its turn.
+	errNotStarted = ports.Refused("submission cancelled before its turn started")
+)
+
+// Options configures a [Session]. Zero values take the defaults.
+type Options struct {
+	// SystemPrompt replaces the default system prompt ([DefaultSystemPrompt]).
+	SystemPrompt string
+
+	// Workspace names what the inner session works on, for the default
+	// system prompt (the CLI passes the root directory's name).
+	Workspace string
+
+	// MaxSteps bounds the model steps of one turn (default 32).
+	MaxSteps int
+
+	// MaxToolCallsPerStep bounds the tool calls run for one model step
+	// (default 16); further calls of that step are answered with an error.
+	MaxToolCallsPerStep int
+
+	// MaxToolResultBytes bounds the text of one tool result the model reads
+	// (default 64 KiB); a longer result is cut on a UTF-8 boundary and says
+	// so.
+	MaxToolResultBytes int
+
+	// HistoryBytes bounds a conversation's earlier turns, counted as the
+	// bytes of their texts, tool names, arguments and ids (default 256 KiB).
+	HistoryBytes int
+
+	// MaxConversations bounds the conversations kept, one per principal
+	// (default 64); the least recently used is evicted first.
+	MaxConversations int
+
+	// TurnTimeout bounds one turn, permission prompts included (default 30
+	// minutes). A turn that runs out of time fails.
+	TurnTimeout time.Duration
+
+	// Heartbeat is the interval of progress reports while the model works
+	// (default 5 s; capped at [MaxHeartbeat]).
+	Heartbeat time.Duration
+
+	// Logger receives one record per turn and per model step (counts,
+	// durations, the model's name and endpoint; never prompts, arguments,
+	// results or principals). Nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxSteps, DefaultMaxSteps)
+	def(&o.MaxToolCallsPerStep, DefaultMaxToolCallsPerStep)
+	def(&o.MaxToolResultBytes, DefaultMaxToolResultBytes)
+	def(&o.HistoryBytes, DefaultHistoryBytes)
+	def(&o.MaxConversations, DefaultMaxConversations)
+	if o.TurnTimeout <= 0 {
+		o.TurnTimeout = DefaultTurnTimeout
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	o.Heartbeat = min(o.Heartbeat, MaxHeartbeat)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Session is the agent-backed session. It is safe for concurrent use.
+type Session struct {
+	inner ports.Session
+	model ports.Model
+	opts  Options
+	log   *slog.Logger
+
+	mu      sync.Mutex // guards running, convs, tick
+	running *running   // the turn in progress, or nil
+	convs   map[ports.Principal]*conversation
+	tick    uint64 // last use, for least-recently-used eviction
+}
+
+// running is a turn in progress.
+type running struct {
+	ctx  context.Context // the turn's: done once it is cancelled or out of time
+	done chan struct{}   // closed when the turn has ended
+}
+
+// awaitEnd waits for r to end when it is already ending (its ctx done), up
+// to WindDown or until ctx ends; it reports whether r ended. A live turn is
+// not waited for.
+func awaitEnd(ctx context.Context, r *running) bool {
+	if r.ctx.Err() == nil {
+		return false
+	}
+	timer := time.NewTimer(WindDown)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return false
+}
+
+// current returns the turn in progress, or nil.
+func (s *Session) current() *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+var _ ports.Session = (*Session)(nil)
+
+// New returns a session whose tools are inner's and whose submissions run
+// as turns of model over them. inner and model are required.
+func New(inner ports.Session, model ports.Model, opts Options) (*Session, error) {
+	if inner == nil || model == nil {
+		return nil, errors.New("agent: an inner session and a model are required")
+	}
+	opts = opts.withDefaults()
+	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger, convs: map[ports.Principal]*conversation{}}, nil
+}
+
+// RuntimeTools returns the inner session's runtime tools.
+func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
+	return s.inner.RuntimeTools(ctx)
+}
+
+// InvokeTool runs a client's tool call on the inner session, unless a turn
+// is running: then it is refused with [ErrBusy].
+func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
+	for r := s.current(); r != nil; r = s.current() {
+		if !awaitEnd(ctx, r) {
+			return domain.Envelope{}, ErrBusy
+		}
+	}
+	return s.inner.InvokeTool(ctx, name, arguments, caller)
+}
+
+// Submit runs prompt as one turn of the caller's conversation and returns
+// the model's final answer. Refusals ([ErrBusy], a ctx that ended first)
+// wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
+// timeout, cancellation) is any other error, with a client-visible first
+// line that names the cause.
+func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
+	defer cancel()
+	me := &running{ctx: tctx, done: make(chan struct{})}
+	for {
+		if ctx.Err() != nil {
+			return ports.TurnResult{}, errNotStarted
+		}
+		s.mu.Lock()
+		r := s.running
+		if r == nil {
+			s.running = me
+		}
+		s.mu.Unlock()
+		if r == nil {
+			break
+		}
+		if !awaitEnd(ctx, r) {
+			if ctx.Err() != nil {
+				return ports.TurnResult{}, errNotStarted
+			}
+			return ports.TurnResult{}, ErrBusy
+		}
+	}
+	defer func() {
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+		close(me.done)
+	}()
+	if caller == nil {
+		caller = ports.ClosedCaller{}
+	}
+
+	conv := s.conversation(caller.Principal())
+	t := &turn{
+		s:      s,
+		ctx:    tctx,
+		caller: caller,
+		report: &reporter{caller: caller, ctx: tctx},
+		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
+	}
+	start := time.Now()
+	response, err := t.run(conv.history())
+	desc := s.model.Describe()
+	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
+		"durationMs", time.Since(start).Milliseconds()}
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			err = fmt.Errorf("the turn was cancelled: %w", ctx.Err())
+		case tctx.Err() != nil:
+			err = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout)
+		}
+		s.log.Info("turn failed", append(attrs, "err", domain.ClientMessage(err))...)
+		return ports.TurnResult{}, err
+	}
+	conv.add(t.msgs, s.opts.HistoryBytes)
+	s.log.Info("turn finished", attrs...)
+	return ports.TurnResult{Response: response}, nil
+}
+
+// conversation returns p's conversation, creating it (and evicting the
+// least recently used one at the bound) when p has none.
+func (s *Session) conversation(p ports.Principal) *conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick++
+	if c, ok := s.convs[p]; ok {
+		c.used = s.tick
+		return c
+	}
+	if len(s.convs) >= s.opts.MaxConversations {
+		var oldest ports.Principal
+		var oldestUse uint64
+		first := true
+		for k, c := range s.convs {
+			if first || c.used < oldestUse {
+				oldest, oldestUse, first = k, c.used, false
+			}
+		}
+		delete(s.convs, oldest)
+		s.log.Info("conversation evicted", "kept", s.opts.MaxConversations)
+	}
+	c := &conversation{used: s.tick}
+	s.convs[p] = c
+	return c
+}
+
+// conversation is one principal's history: whole turns, oldest first. It is
+// only touched by the running turn (one at a time), under Session.mu for
+// the map itself.
+type conversation struct {
+	used  uint64
+	mu    sync.Mutex
+	turns [][]ports.Message
+	sizes []int
+}
+
+// history returns the conversation's messages, oldest first.
+func (c *conversation) history() []ports.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ports.Message
+	for _, t := range c.turns {
+		out = append(out, t...)
+	}
+	return out
+}
+
+// add appends one finished turn, then drops the oldest whole turns until the
+// total fits budget; the newest turn always stays.
+func (c *conversation) add(turn []ports.Message, budget int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := 0
+	for _, m := range turn {
+		size += messageSize(m)
+	}
+	c.turns = append(c.turns, turn)
+	c.sizes = append(c.sizes, size)
+	total := 0
+	for _, s := range c.sizes {
+		total += s
+	}
+	for len(c.turns) > 1 && total > budget {
+		total -= c.sizes[0]
+		c.turns, c.sizes = c.turns[1:], c.sizes[1:]
+	}
+}
+
+// messageSize is what a message counts against the history budget.
+func messageSize(m ports.Message) int {
+	n := len(m.Role) + len(m.Content) + len(m.ToolCallID)
+	for _, tc := range m.ToolCalls {
+		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	return n
+}
+
+// turn is one submission's loop.
+type turn struct {
+	s      *Session
+	ctx    context.Context
+	caller ports.Caller
+	report *reporter
+	msgs   []ports.Message // this turn's messages: the prompt first
+	steps  int
+	calls  int
+}
+
+// run loops model steps and tool calls until the model answers without
+// tool calls, and returns that answer.
+func (t *turn) run(history []ports.Message) (string, error) {
+	for {
+		if err := t.ctx.Err(); err != nil {
+			return "", err
+		}
+		if t.steps == t.s.opts.MaxSteps {
+			answer := fmt.Sprintf("[agentmcp] This turn stopped after %d model steps without a final answer (the step limit). Submit another prompt to continue.", t.steps)
+			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: answer})
+			return answer, nil
+		}
+		t.steps++
+		tools, err := t.s.inner.RuntimeTools(t.ctx)
+		if err != nil {
+			return "", fmt.Errorf("the session's tools are unavailable: %w", err)
+		}
+		system := t.s.opts.SystemPrompt
+		if system == "" {
+			system = DefaultSystemPrompt(t.s.opts.Workspace, tools)
+		}
+		msgs := make([]ports.Message, 0, 1+len(history)+len(t.msgs))
+		msgs = append(msgs, ports.Message{Role: ports.RoleSystem, Content: system})
+		msgs = append(append(msgs, history...), t.msgs...)
+
+		reply, err := t.step(msgs, tools)
+		if errors.Is(err, ports.ErrNoChoices) && t.ctx.Err() == nil {
+			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleUser,
+				Content: "[agentmcp] The model endpoint returned no answer (no choices). Continue with the task."})
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		calls := uniqueCallIDs(reply.ToolCalls, t.steps)
+		t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: reply.Content, ToolCalls: calls})
+		if len(calls) == 0 {
+			if reply.Content == "" {
+				// Chat Completions needs text or tool calls on an assistant
+				// message; the response itself stays "".
+				t.msgs[len(t.msgs)-1].Content = "(no answer)"
+			}
+			return reply.Content, nil
+		}
+		for i, call := range calls {
+			var result string
+			if i < t.s.opts.MaxToolCallsPerStep {
+				result = t.runTool(call, tools)
+			} else {
+				result = failure(call.Name, fmt.Sprintf("not run: at most %d tool calls run per model step; call it again in the next step", t.s.opts.MaxToolCallsPerStep))
+			}
+			if err := t.ctx.Err(); err != nil {
+				return "", err
+			}
+			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleTool, ToolCallID: call.ID, Content: capText(result, t.s.opts.MaxToolResultBytes)})
+		}
+	}
+}
+
+// step runs one model request with progress: a report when it starts and
+// a heartbeat while it runs.
+func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantMessage, error) {
+	t.report.send(fmt.Sprintf("model step %d", t.steps))
+	var chars atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(t.s.opts.Heartbeat)
+		defer tick.Stop()
+		started := time.Now()
+		for {
+			select {
+			case <-tick.C:
+				t.report.send(fmt.Sprintf("model step %d: working for %ds, %d characters so far", t.steps,
+					int(time.Since(started).Seconds()), chars.Load()))
+			case <-stop:
+				return
+			case <-t.ctx.Done():
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	reply, err := t.s.model.Step(t.ctx, ports.ModelRequest{
+		Messages: msgs,
+		Tools:    tools,
+		OnText:   func(delta string) { chars.Add(int64(utf8.RuneCountInString(delta))) },
+	})
+	close(stop)
+	<-done
+	t.s.log.Debug("model step", "step", t.steps, "messages", len(msgs), "toolCalls", len(reply.ToolCalls),
+		"finishReason", reply.FinishReason, "durationMs", time.Since(start).Milliseconds(), "ok", err == nil)
+	return reply, err
+}
+
+// runTool runs one call through the inner session with the turn's Caller
+// (its progress relabelled onto the turn's counter) and returns the text
+// the model reads: the execution envelope, or a failed one saying what was
+// wrong with the call.
+func (t *turn) runTool(call ports.ToolCall, tools []domain.Tool) string {
+	t.calls++
+	known := false
+	for _, tool := range tools {
+		known = known || tool.Name == call.Name
+	}
+	if !known {
+		return failure(call.Name, domain.UnknownToolMessage(call.Name)+" (the tools are: "+toolNames(tools)+")")
+	}
+	args := strings.TrimSpace(call.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) || args[0] != '{' {
+		return failure(call.Name, "invalid arguments: not a JSON object; write the arguments as one JSON object that follows the tool's input schema")
+	}
+	t.report.send("calling " + call.Name)
+	env, err := t.s.inner.InvokeTool(t.ctx, call.Name, json.RawMessage(args), toolCaller{t.caller, t.report, call.Name})
+	if err != nil {
+		return failure(call.Name, domain.ClientMessage(err))
+	}
+	text, err := domain.MarshalJSON(env)
+	if err != nil {
+		return failure(call.Name, "the tool's result cannot be encoded")
+	}
+	return string(text)
+}
+
+// failure is a failed envelope's text, as the model reads it.
+func failure(tool, msg string) string {
+	b, _ := domain.MarshalJSON(domain.Envelope{Success: false, ToolName: tool, Error: msg})
+	return string(b)
+}
+
+func toolNames(tools []domain.Tool) string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// uniqueCallIDs returns calls with every ID present and distinct: a model
+// server that omits or repeats ids would otherwise make the tool messages
+// ambiguous and the next request invalid.
+func uniqueCallIDs(calls []ports.ToolCall, step int) []ports.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]ports.ToolCall, len(calls))
+	seen := map[string]bool{}
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("agentmcp_call_%d_%d", step, i+1)
+		}
+		seen[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+// capText cuts s to at most limit bytes on a UTF-8 boundary, with a note.
+func capText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("\n[agentmcp: result cut to %d of %d bytes]", limit, len(s))
+	cut := max(limit-len(note), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
+
+// reporter sends a turn's progress on one strictly increasing counter
+// (MCP: progress must increase; the engine drops anything else). The lock
+// orders reports from the loop, the heartbeat and the tools; it is the
+// turn's own and guards nothing else.
+type reporter struct {
+	caller ports.Caller
+	ctx    context.Context
+	mu     sync.Mutex
+	n      float64
+}
+
+func (r *reporter) send(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	r.caller.Progress(r.ctx, r.n, 0, msg)
+}
+
+// toolCaller is the turn's Caller as a tool sees it: prompts and the
+// principal pass through; progress joins the turn's counter, labelled with
+// the tool's name.
+type toolCaller struct {
+	ports.Caller
+	report *reporter
+	tool   string
+}
+
+func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
+	if message == "" {
+		message = "working"
+	}
+	c.report.send(c.tool + ": " + message)
+}

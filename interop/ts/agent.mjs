@@ -1,0 +1,94 @@
+// Drives the agent behind agent_submit with the official TypeScript MCP SDK
+// client (Client + StdioClientTransport) over legacy stdio: each call is an
+// agent_submit with a progress handler (so the request carries a
+// progressToken), elicitation/create requests are answered from the
+// scenario, and a call marked "cancel" is aborted (the SDK sends
+// notifications/cancelled) when a line arrives on this script's stdin — the
+// Go test writes it once the scripted model endpoint has started answering.
+// It checks nothing itself: the Go test (ts_agent_test.go) judges the
+// report.
+//
+// Usage: node agent.mjs <scenario.json> <report.json>
+//
+// The scenario:
+//   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
+//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false}, ...]}
+//
+// The report:
+//   {"calls": [{"result": <CallToolResult> | null, "error": "<call error>" | null,
+//    "prompts": [<elicitation params>], "progress": [<progress notification params>]}, ...],
+//    "wire": {"sent": [...], "received": [...]}, "transportErrors": [...]}
+//
+// Exits 0 once the report is written, 1 on any failure to run the scenario.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { RecordingTransport } from './record.mjs';
+
+const TIMEOUT_MS = 60_000;
+
+const [scenarioPath, reportPath] = process.argv.slice(2);
+if (!scenarioPath || !reportPath) {
+  console.error('usage: node agent.mjs <scenario.json> <report.json>');
+  process.exit(2);
+}
+
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+async function main() {
+  const scenario = JSON.parse(readFileSync(scenarioPath, 'utf8'));
+  const stdio = new StdioClientTransport({ command: scenario.command, args: scenario.args, stderr: 'inherit' });
+  const transport = new RecordingTransport(stdio);
+  const client = new Client({ name: 'agentmcp-interop-ts-agent', version: '1.32.2' }, { capabilities: { elicitation: {} } });
+
+  let current = null;
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    if (current === null) {
+      throw new Error(`elicitation/create outside any call: ${JSON.stringify(request)}`);
+    }
+    current.report.prompts.push(request.params);
+    return current.answers.shift() ?? { action: 'cancel' };
+  });
+
+  const report = { calls: [] };
+  try {
+    await client.connect(transport, { timeout: TIMEOUT_MS });
+    for (const call of scenario.calls) {
+      const callReport = { result: null, error: null, prompts: [], progress: [] };
+      current = { report: callReport, answers: [...(call.answers ?? [])] };
+      const abort = new AbortController();
+      const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
+        timeout: TIMEOUT_MS,
+        signal: abort.signal,
+        onprogress: (p) => callReport.progress.push(p),
+      });
+      if (call.cancel) {
+        await lines.next(); // the Go test says when
+        abort.abort('cancelled by the interop test');
+      }
+      try {
+        callReport.result = await pending;
+      } catch (err) {
+        callReport.error = err?.message ?? String(err);
+      }
+      current = null;
+      report.calls.push(callReport);
+    }
+  } finally {
+    await client.close();
+  }
+  report.wire = { sent: transport.sent, received: transport.received };
+  report.transportErrors = transport.errors.map((e) => e?.message ?? String(e));
+  writeFileSync(reportPath, JSON.stringify(report));
+}
+
+try {
+  await main();
+  process.exit(0);
+} catch (err) {
+  console.error(`FAIL (TypeScript SDK agent client): ${err?.stack ?? String(err)}`);
+  process.exit(1);
+}
