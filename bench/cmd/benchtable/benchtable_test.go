@@ -132,7 +132,7 @@ func TestGoalsAndRender(t *testing.T) {
 		"in-process handler ÷ mcp-go, time per call net of the floor, " + wire.ProtoLegacy:      0.4,
 		"in-process handler ÷ bare handler, allocations per call, " + wire.ProtoLegacy:          1.3,
 		"engine alone, allocations per tools/call (BenchmarkToolsCallStream)":                   23,
-		"remote host, fresh token per request ÷ loopback host, requests/s, " + wire.ProtoLegacy: 0.875,
+		"remote host, a fresh RS256 token every request (worst case) ÷ loopback host, requests/s, " + wire.ProtoLegacy: 0.875,
 		"memory: heap in use at the end ÷ after warm-up, loopback host, 100,000 requests":       1.05,
 	}
 	for name, v := range want {
