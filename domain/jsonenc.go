@@ -170,6 +170,12 @@ func ValidJSON(b []byte) bool {
 
 const maxJSONDepth = 10000
 
+// ScanJSONValue checks the JSON value starting at b[i] (no leading
+// whitespace), nested depth levels deep (0 at the top), and returns the
+// index just past it; ok is false when it is not valid JSON, with
+// ValidJSON's rules.
+func ScanJSONValue(b []byte, i, depth int) (end int, ok bool) { return validValue(b, i, depth) }
+
 func skipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++

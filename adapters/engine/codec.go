@@ -40,6 +40,9 @@ func (e *Error) Is(target error) bool {
 
 func newError(code int, msg string) *Error { return &Error{Code: code, Message: msg} }
 
+// errParse answers text that is not JSON (-32700, never with an id).
+var errParse = newError(CodeParseError, "Parse error")
+
 func invalidRequest(why string) *Error { return newError(CodeInvalidRequest, "Invalid Request: "+why) }
 func invalidParams(why string) *Error  { return newError(CodeInvalidParams, "Invalid params: "+why) }
 
@@ -108,7 +111,8 @@ type message struct {
 func (m *message) isRequest() bool      { return m.hasMethod && m.hasID }
 func (m *message) isNotification() bool { return m.hasMethod && !m.hasID }
 
-// decodeMessage decodes one JSON object (already known to be valid JSON).
+// decodeMessage decodes one frame that should be a JSON object: text that
+// is not JSON is errParse (-32700, no id), checked in the same pass.
 // Every member is read before anything is judged, so an id is recovered
 // whatever the member order and whatever else is wrong (docs/SPEC.md §4;
 // K2, K3). On failure it returns a -32600 and the message as far as it
@@ -116,8 +120,11 @@ func (m *message) isNotification() bool { return m.hasMethod && !m.hasID }
 // even when invalid, and gets no answer.
 func decodeMessage(obj []byte) (message, *Error) {
 	var stack [8]member
-	ms, dup := members(obj, stack[:0])
+	ms, dup, valid := checkedMembers(obj, stack[:0])
 	var m message
+	if !valid {
+		return m, errParse
+	}
 	var version []byte
 	methodOK := true
 	for _, mb := range ms {

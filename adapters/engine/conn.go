@@ -314,16 +314,13 @@ func (c *conn) frame(f frame) {
 		return
 	case firstByte(line) == 0:
 		return
-	case !domain.ValidJSON(line):
-		c.write(errorFrame(id{}, newError(CodeParseError, "Parse error")))
-		return
-	}
-	switch firstByte(line) {
-	case '{':
+	case firstByte(line) == '{': // validated as it is read
 		if r, ok := c.e.handle(c.peer, line, false, c.deliver); ok {
 			c.deliver(r)
 		}
-	case '[':
+	case !domain.ValidJSON(line):
+		c.write(errorFrame(id{}, errParse))
+	case firstByte(line) == '[':
 		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, c.deliver)
 	default:
 		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))

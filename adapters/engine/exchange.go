@@ -76,8 +76,8 @@ func (e *Engine) BaseContext(parent context.Context) context.Context {
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,
 // UnknownMethod 404, Busy 503; Cancelled writes nothing.
 func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions) Reply {
-	if !domain.ValidJSON(body) {
-		return Reply{Invalid, errorFrame(id{}, newError(CodeParseError, "Parse error"))}
+	if firstByte(body) != '{' && !domain.ValidJSON(body) { // an object is validated as it is read
+		return Reply{Invalid, errorFrame(id{}, errParse)}
 	}
 	// The call ends with the request or with the engine, whichever first:
 	// a carrier that built its requests' contexts on BaseContext has that

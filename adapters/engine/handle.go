@@ -109,6 +109,9 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 // ok false and that goroutine calls deliver with the answer, exactly once.
 func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
 	m, derr := decodeMessage(frame)
+	if derr == errParse {
+		return reply{Invalid, errorFrame(id{}, derr)}, true
+	}
 	if derr != nil {
 		if m.isNotification() {
 			return accepted, true // a notification never gets a reply, not even an error

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/agentmcp/agentmcp/domain"
 )
 
-// A one-pass walker over JSON text that is already known to be valid
-// (domain.ValidJSON ran first). It finds an object's members and the raw bytes of
+// A one-pass walker over JSON text: checkedMembers validates a frame while
+// it reads it; the others walk text already known to be valid. It finds an object's members and the raw bytes of
 // each value without decoding them, so the envelope and the params are read
 // once, allocating only what the caller keeps. Member names are compared as
 // decoded strings ("\u006dethod" is "method", as encoding/json reads it).
@@ -54,6 +56,58 @@ func members(obj []byte, buf []member) (out []member, dup bool) {
 		i = skipSpace(obj, i+1) // the ','
 	}
 	return buf, dup
+}
+
+// checkedMembers is members for a whole frame that nobody has validated
+// yet: it checks that obj is exactly one JSON object (RFC 8259, with
+// domain.ValidJSON's rules) while it collects the members, so a frame is
+// read once. ok is false when obj is not JSON (or not an object).
+func checkedMembers(obj []byte, buf []member) (out []member, dup, ok bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return buf, false, false
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return buf, false, skipSpace(obj, i+1) == len(obj)
+	}
+	start := len(buf)
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return buf, dup, false
+		}
+		end, ok := domain.ScanJSONValue(obj, i, 1)
+		if !ok {
+			return buf, dup, false
+		}
+		name := unquote(obj[i:end])
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return buf, dup, false
+		}
+		i = skipSpace(obj, i+1)
+		vend, ok := domain.ScanJSONValue(obj, i, 1)
+		if !ok {
+			return buf, dup, false
+		}
+		for _, m := range buf[start:] {
+			if m.name == name {
+				dup = true
+				break
+			}
+		}
+		buf = append(buf, member{name: name, value: obj[i:vend]})
+		i = skipSpace(obj, vend)
+		switch {
+		case i >= len(obj):
+			return buf, dup, false
+		case obj[i] == '}':
+			return buf, dup, skipSpace(obj, i+1) == len(obj)
+		case obj[i] != ',':
+			return buf, dup, false
+		}
+		i = skipSpace(obj, i+1)
+	}
 }
 
 // lookup returns the value of the first member named name.

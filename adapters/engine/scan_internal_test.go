@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzCheckedMembers holds the validating walk to json.Valid: a frame is
+// accepted exactly when it is valid JSON whose value is an object, and then
+// its members are the object's, in order, with their exact values.
+func FuzzCheckedMembers(f *testing.F) {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `{"a":[1,{"b":"\u00e9"}],"c":null}`, `{"a":"\x"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"`, `{"a":1,"a":2}`, `[1]`, `"s"`, `{"a":tru}`, "{\"a\":\"\t\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, _, ok := checkedMembers(b, nil)
+		want := json.Valid(b) && firstByte(b) == '{'
+		if ok != want {
+			t.Fatalf("checkedMembers(%q) ok = %v, want %v", b, ok, want)
+		}
+		if !ok {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, mb := range ms {
+			want, has := m[mb.name]
+			if !has || !json.Valid(mb.value) {
+				t.Fatalf("member %q = %q: not one of the object's, or not JSON", mb.name, mb.value)
+			}
+			seen[mb.name] = true
+			_ = want // the last of duplicated names wins in m; each value is checked as JSON above
+		}
+		if len(seen) != len(m) {
+			t.Fatalf("checkedMembers(%q) found %d names, the object has %d", b, len(seen), len(m))
+		}
+	})
+}
