@@ -126,14 +126,14 @@ func TestGoalsAndRender(t *testing.T) {
 		got[g.name] = g.value
 	}
 	want := map[string]float64{
-		"loopback host ÷ bare handler, requests/s, " + wire.ProtoLegacy:                         0.8,
-		"loopback host ÷ mcp-go, requests/s, " + wire.ProtoLegacy:                               1.6,
-		"stdio: agentmcp ÷ mcp-go, calls/s (window 64)":                                         1.6,
-		"in-process handler ÷ mcp-go, time per call net of the floor, " + wire.ProtoLegacy:      0.4,
-		"in-process handler ÷ bare handler, allocations per call, " + wire.ProtoLegacy:          1.3,
-		"engine alone, allocations per tools/call (BenchmarkToolsCallStream)":                   23,
+		"loopback host ÷ bare handler, requests/s, " + wire.ProtoLegacy:                                                0.8,
+		"loopback host ÷ mcp-go, requests/s, " + wire.ProtoLegacy:                                                      1.6,
+		"stdio: agentmcp ÷ mcp-go, calls/s (window 64)":                                                                1.6,
+		"in-process handler ÷ mcp-go, time per call net of the floor, " + wire.ProtoLegacy:                             0.4,
+		"in-process handler ÷ bare handler, allocations per call, " + wire.ProtoLegacy:                                 1.3,
+		"engine alone, allocations per tools/call (BenchmarkToolsCallStream)":                                          23,
 		"remote host, a fresh RS256 token every request (worst case) ÷ loopback host, requests/s, " + wire.ProtoLegacy: 0.875,
-		"memory: heap in use at the end ÷ after warm-up, loopback host, 100,000 requests":       1.05,
+		"memory: heap in use at the end ÷ after warm-up, loopback host, 100,000 requests":                              1.05,
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || math.Abs(g-v) > 1e-9 {
