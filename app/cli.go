@@ -95,8 +95,9 @@ func (inv *invocation) usageError(format string, a ...any) int {
 //     and then the command's usage, on stderr; nothing on stdout.
 //
 // "help", -h and --help at any level print help on stdout. Logs go to
-// stderr; a serve command's stdout carries only MCP messages (stdio) or the
-// address line (http, remote).
+// stderr; a serve command's stdout carries only MCP messages (stdio) or one
+// line: the endpoint URL (http), the socket path (unix), the bound address
+// (remote).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	inv := &invocation{root: commandLine, stdin: stdin, stdout: stdout, stderr: stderr}
 	return commandLine.exec(ctx, commandLine.name, args, inv)

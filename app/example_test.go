@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/adapters/unixsocket"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
@@ -149,6 +153,54 @@ func Example_loopbackHTTP() {
 	fmt.Println(resp.StatusCode, string(b))
 	// Output:
 	// 200 {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"add_note\",\"result\":{\"count\":1}}"}],"isError":false}}
+}
+
+// The Unix-socket carrier: a socket file of mode 0600 that only processes
+// of this user may connect to; each connection is one MCP stream framed as
+// stdio, with its own initialize.
+func Example_unixSocket() {
+	eng, err := engine.New(&notes{}, engine.Options{Name: "notes", Version: "1.0.0"})
+	if err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "notes")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := unixsocket.New(eng, unixsocket.Options{Path: filepath.Join(dir, "notes.sock")})
+	if err != nil {
+		panic(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		panic(err)
+	}
+
+	conn, err := net.Dial("unix", srv.Path())
+	if err != nil {
+		panic(err)
+	}
+	answers := bufio.NewScanner(conn)
+	fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}`)
+	answers.Scan()
+	fmt.Println(answers.Text())
+	fmt.Fprintln(conn, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_note","arguments":{"text":"water the plants"}}}`)
+	answers.Scan()
+	fmt.Println(answers.Text())
+	conn.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println("stop:", srv.Stop(ctx)) // removes the socket file
+	fmt.Println("shutdown:", eng.Shutdown(ctx))
+	_, err = os.Stat(srv.Path())
+	fmt.Println("socket file gone:", os.IsNotExist(err))
+	// Output:
+	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
+	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"add_note\",\"result\":{\"count\":1}}"}],"isError":false}}
+	// stop: <nil>
+	// shutdown: <nil>
+	// socket file gone: true
 }
 
 // The MCP endpoint mounted at /mcp in a host's own http.ServeMux, next to

@@ -1,5 +1,5 @@
 // Package interop holds interoperability tests that drive the real
-// agentmcp binary ("agentmcp serve stdio", "agentmcp serve http") with MCP
+// agentmcp binary ("agentmcp serve stdio", "serve http", "serve unix") with MCP
 // clients nobody on this project wrote: the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk) and, through Node, the official
 // TypeScript SDK (interop/ts).
@@ -8,7 +8,8 @@
 // "serve stdio" and "serve http" (the bearer token from --token-file): list
 // the tools, read a real file, call an unknown tool and agent_submit; the Go
 // client in both eras, checking over HTTP that the host never hands out an
-// Mcp-Session-Id.
+// Mcp-Session-Id. unix_test.go runs the Go client's scenario over
+// "serve unix" (its IOTransport on the socket's connection, both eras).
 //
 // ask_test.go holds the --ask-client scenarios (docs/SPEC.md §6): write_file's
 // permission and overwrite-or-keep prompts answered by the TypeScript

@@ -36,9 +36,9 @@ type Options struct {
 
 // Errors of Start.
 var (
-	ErrInUse     = errors.New("unixsocket: something answers on the socket path")
-	ErrNotSocket = errors.New("unixsocket: the path exists and is not a socket")
-	ErrStarted   = errors.New("unixsocket: started or stopped already")
+	ErrInUse          = errors.New("unixsocket: something answers on the socket path")
+	ErrNotSocket      = errors.New("unixsocket: the path exists and is not a socket")
+	ErrAlreadyStarted = errors.New("unixsocket: already started or stopped")
 )
 
 // Server serves an engine on a Unix socket, once. Its methods are safe for
@@ -78,14 +78,14 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 }
 
 // Start validates the catalog, replaces a stale socket file, listens with
-// mode 0600 and serves. It fails with ErrStarted, the catalog's error,
+// mode 0600 and serves. It fails with ErrAlreadyStarted, the catalog's error,
 // ErrInUse, ErrNotSocket, or the listen error; a failed Start ends the
 // Server.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.used {
-		return ErrStarted
+		return ErrAlreadyStarted
 	}
 	s.used = true
 	ln, err := s.listen(ctx)

@@ -1,4 +1,4 @@
-// Package layout states agentmcp's dependency rule (DESIGN.md "Must") as
+// Package layout states agentmcp's dependency rule (docs/ARCHITECTURE.md) as
 // data, and checks a package graph against it. Its test runs the check on
 // the real graph from `go list -deps`, so an import that points the wrong
 // way fails the build's tests, not a review.

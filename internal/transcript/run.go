@@ -20,7 +20,8 @@ import (
 )
 
 // Carrier serves a session to one client connection for a transcript run.
-// Each carrier (stdio now, the HTTP hosts later) has a binding in its tests.
+// Each carrier has a binding in its tests: stdio (stdio_test.go here), the
+// Unix socket, the loopback host and the remote host.
 type Carrier interface {
 	// Name is matched against a transcript's carriers: header.
 	Name() string
