@@ -55,7 +55,9 @@ type ServerOptions struct {
 	// 0). Start calls it once, with the lock held, before serving: it must
 	// not call the Server's methods.
 	Admit func(bound netip.AddrPort) http.Handler
-	// Conns caps the open connections (see [LimitListener]).
+	// Conns caps the open connections (see [LimitListener]); the server
+	// reports its connections' states to the listener, so idle ones make
+	// room for newcomers.
 	Conns ConnLimits
 	// MaxHeaderBytes bounds a request's line and headers, in bytes as
 	// sent; default 16 KiB. A request over it gets 431, empty, with
@@ -125,8 +127,8 @@ type Server struct {
 }
 
 // NewServer returns a Server for opts; it binds nothing. It fails when
-// Engine, Listen or Admit is nil, Conns.Total is less than 1 or a duration
-// is negative.
+// Engine, Listen or Admit is nil, Conns is refused by [LimitListener] (an
+// error wrapping [ErrConnLimits]) or a duration is negative.
 func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Name == "" {
 		opts.Name = "streamable"
@@ -134,8 +136,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	switch {
 	case opts.Engine == nil || opts.Listen == nil || opts.Admit == nil:
 		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
-	case opts.Conns.Total < 1:
-		return nil, errors.New(opts.Name + ": ServerOptions.Conns.Total must be at least 1")
+	case opts.Conns.check() != nil:
+		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.check())
 	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0:
 		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
@@ -242,6 +244,11 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
+	limited, err := LimitListener(ln, s.opts.Conns)
+	if err != nil { // NewServer checked the limits
+		_ = ln.Close()
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
+	}
 	bound := addrPort(ln.Addr())
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -252,7 +259,8 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
-		ConnState: func(_ net.Conn, st http.ConnState) {
+		ConnState: func(c net.Conn, st http.ConnState) {
+			limited.ConnState(c, st)
 			switch st {
 			case http.StateNew:
 				s.conns.Add(1)
@@ -263,7 +271,7 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
 	s.srv, s.state = srv, started
-	go s.serve(srv, LimitListener(ln, s.opts.Conns))
+	go s.serve(srv, limited)
 	return bound, nil
 }
 

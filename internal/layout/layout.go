@@ -45,6 +45,8 @@ var Rules = []Rule{
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/syncbuf", nil, "a goroutine-safe buffer for tests: the standard library only"},
+	{"internal/leakcheck", nil, "a goroutine-leak check for tests: the standard library only"},
+	{"internal/hostile", nil, "misbehaving clients for tests: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
