@@ -21,6 +21,7 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultStopTimeout       = 5 * time.Second
+	DefaultSendBuffer        = 256 << 10 // bytes
 )
 
 // Errors of [Server.Start] and [Server.Stop]. The hosts re-export them under
@@ -78,6 +79,15 @@ type ServerOptions struct {
 	IdleTimeout time.Duration
 	// StopTimeout bounds [Server.Stop]; default 5 s (docs/SPEC.md §3 "Ending").
 	StopTimeout time.Duration
+	// SendBuffer is the kernel send buffer (SO_SNDBUF) of each accepted
+	// connection, in bytes; default 256 KiB. It bounds the kernel memory a
+	// client that stops reading can hold, and it is what lets the framing's
+	// WriteStallTimeout tell a slow reader from a stalled one: a blocked
+	// write resumes once about a third of the buffer has drained, so with
+	// the kernel's own autotuned buffer (up to 4 MiB on Linux) a reader
+	// would have to take over a MiB within the timeout to count as
+	// progressing (docs/SPEC.md §5.2).
+	SendBuffer int
 	// Logger receives operational records (never requests' contents); nil
 	// means the engine's. net/http's own error log goes to it at debug
 	// level.
@@ -138,13 +148,14 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
 	case opts.Conns.check() != nil:
 		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.check())
-	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0:
+	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0 || opts.SendBuffer < 0:
 		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
 	orDefault(&opts.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	orDefault(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	orDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	orDefault(&opts.StopTimeout, DefaultStopTimeout)
+	orDefault(&opts.SendBuffer, DefaultSendBuffer)
 	logger := opts.Logger
 	if logger == nil {
 		logger = opts.Engine.Logger()
@@ -244,7 +255,7 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
-	limited, err := LimitListener(ln, s.opts.Conns)
+	limited, err := LimitListener(sendBufferListener{ln, s.opts.SendBuffer}, s.opts.Conns)
 	if err != nil { // NewServer checked the limits
 		_ = ln.Close()
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
@@ -273,6 +284,21 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	s.srv, s.state = srv, started
 	go s.serve(srv, limited)
 	return bound, nil
+}
+
+// sendBufferListener sets the send buffer of every TCP connection it
+// accepts (ServerOptions.SendBuffer).
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size) // best effort: the kernel may clamp it
+	}
+	return c, err
 }
 
 func addrPort(a net.Addr) netip.AddrPort {

@@ -91,10 +91,14 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// WriteStallTimeout ends a response whose write makes no progress for
 	// this long (a client that stopped reading): its connection is closed
-	// and its in-flight slots freed. Each chunk of a response renews it, so
-	// a slow but steady reader is never cut off, and there is no bound on
-	// how long a call may take before its answer starts. Default 30 s
-	// (docs/SPEC.md §5.2).
+	// and its in-flight slots freed. Each 64 KiB of a response renews it,
+	// so a slow but steady reader is never cut off, and there is no bound
+	// on how long a call may take before its answer starts. Default 30 s
+	// (docs/SPEC.md §5.2). Progress is what the kernel reports: a blocked
+	// write resumes once about a third of the connection's send buffer has
+	// drained, so a server that leaves the buffer to the kernel's
+	// autotuning (up to 4 MiB on Linux) asks more of a slow reader; the
+	// hosts' [Server] bounds it ([ServerOptions].SendBuffer).
 	WriteStallTimeout time.Duration
 	// UnreadBodyGrace bounds how long a connection whose request body was
 	// not read (a refusal) goes on reading it after the response has gone
