@@ -179,6 +179,7 @@ type config struct {
 	verifier  ports.AccessTokenVerifier // default: a fakeVerifier for publicURL
 	logger    *slog.Logger
 	askClient bool
+	held      *fake.Held // when set, the session served (and env.session its scripted part)
 }
 
 // env is one started host and what the test needs to talk to it.
@@ -218,12 +219,16 @@ func start(t *testing.T, c config) *env {
 		c.limits.Now = clock.Now
 	}
 	e := &env{res: resOf(c.publicURL), clock: clock, audit: &auditLog{}, session: fake.New()}
+	var session ports.Session = e.session
+	if c.held != nil {
+		e.session, session = c.held.Session, c.held
+	}
 	verifier := c.verifier
 	if verifier == nil {
 		e.verifier = newFakeVerifier(c.publicURL, clock)
 		verifier = e.verifier
 	}
-	h, err := httpremote.NewWithLimits(newEngine(t, e.session, engine.Options{Name: "t", Version: "1", AskClient: c.askClient}), httpremote.Options{
+	h, err := httpremote.NewWithLimits(newEngine(t, session, engine.Options{Name: "t", Version: "1", AskClient: c.askClient}), httpremote.Options{
 		Logger: c.logger,
 		Authorization: httpremote.Authorization{
 			Verifier: verifier, TrustedProxies: c.proxies, Audit: e.audit,

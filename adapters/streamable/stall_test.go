@@ -104,17 +104,17 @@ func sendRaw(t *testing.T, c net.Conn, host, body string) {
 }
 
 // TestNeverReadingClientIsCutOff: a client with a tiny receive buffer sends a
-// batch whose answer is 8 MiB (more than the kernel buffers hold) and never
-// reads. Its batch holds half the in-flight slots, so another client is
-// served meanwhile; once the answer's write has made no progress for
-// WriteStallTimeout, the connection is closed and its slots are free again
-// (docs/SPEC.md §5.2).
+// batch of 16 calls whose answer is 8 MiB (more than the kernel buffers
+// hold) and never reads. Its batch holds half the in-flight slots, so other
+// clients are served meanwhile; once the answer's write has made no
+// progress for WriteStallTimeout, the connection is closed and its slots
+// are free again (docs/SPEC.md §5.2).
 func TestNeverReadingClientIsCutOff(t *testing.T) {
 	leakcheck.Check(t)
 	s := newBigSession()
 	started := s.Started()
 	const stall = 300 * time.Millisecond
-	h, err := streamable.NewHandler(newEngine(t, s), streamable.Options{MaxInFlight: 2, WriteStallTimeout: stall})
+	h, err := streamable.NewHandler(newEngine(t, s), streamable.Options{WriteStallTimeout: stall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +125,12 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stuck.Close()
-	sendRaw(t, stuck, w.addr, bigBatch(8, 1<<20))
-	for range 8 {
+	sendRaw(t, stuck, w.addr, bigBatch(16, 512<<10))
+	for range 16 {
 		<-s.done
 	}
-	// Its one slot (MaxInFlight/2) is held while the answer is written; the
-	// other is free for another client.
+	// Its 8 slots (MaxInFlight/2) are held while the answer is written; the
+	// other 8 are free for other clients.
 	if resp := post(t, t.Context(), w.addr, ping); resp.StatusCode != 200 {
 		t.Fatalf("another client while the batch's answer is stuck: %d, want 200", resp.StatusCode)
 	}
@@ -139,23 +139,27 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatalf("the never-reading client's connection is still open %v after its write stalled", guard)
 	}
-	// Both slots are free again: with one held by a slow call, the other
-	// serves a ping.
-	slow := make(chan *http.Response, 1)
-	go func() {
-		resp, err := do(t.Context(), w.addr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}`)
-		if err != nil {
-			t.Error(err)
-		}
-		slow <- resp
-	}()
-	<-started
+	// Every slot is free again: with 15 held by slow calls, the last serves
+	// a ping.
+	slow := make(chan *http.Response, 15)
+	for id := range 15 {
+		go func() {
+			resp, err := do(t.Context(), w.addr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, 100+id))
+			if err != nil {
+				t.Error(err)
+			}
+			slow <- resp
+		}()
+		<-started
+	}
 	if resp := post(t, t.Context(), w.addr, ping); resp.StatusCode != 200 {
-		t.Fatalf("after the cut, with one slot held: %d, want 200", resp.StatusCode)
+		t.Fatalf("after the cut, with 15 slots held: %d, want 200", resp.StatusCode)
 	}
 	s.Release()
-	if resp := <-slow; resp != nil {
-		resp.Body.Close()
+	for range 15 {
+		if resp := <-slow; resp != nil {
+			resp.Body.Close()
+		}
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
