@@ -49,3 +49,11 @@ func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 
 // ThrottledClients returns how many clients the throttle table tracks.
 func (h *Host) ThrottledClients() int { return h.door.throttle.len() }
+
+// NewAdmissionWithClock is NewAdmission with the throttle's and the
+// cache's clock replaced.
+func NewAdmissionWithClock(a Authorization, now func() time.Time) (*Admission, error) {
+	l := defaultLimits()
+	l.now = now
+	return newAdmission(a, nil, l)
+}
