@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -69,10 +70,7 @@ func FuzzLoopbackHTTP(f *testing.F) {
 		if !ok {
 			return
 		}
-		admitted := r.RequestURI == "/mcp" && r.Host == bound.String() &&
-			len(r.Header.Values("Authorization")) == 1 && strings.EqualFold(strings.Fields(r.Header.Get("Authorization")+" x")[0], "bearer") &&
-			strings.TrimLeft(r.Header.Get("Authorization")[len("bearer"):], " \t") == fuzzToken &&
-			(len(r.Header.Values("Origin")) == 0 || (len(r.Header.Values("Origin")) == 1 && r.Header.Get("Origin") == "http://"+bound.String()))
+		admitted := mayAdmit(r, bound.String())
 		before := s.calls()
 		rec := fuzzhttp.Serve(h, r)
 		if err := fuzzhttp.Check(rec); err != nil {
@@ -85,6 +83,24 @@ func FuzzLoopbackHTTP(f *testing.F) {
 			t.Fatalf("a request that was not admitted reached the session\nrequest: %q", data)
 		}
 	})
+}
+
+// mayAdmit is docs/SPEC.md §5.2's admission, written out on its own: the
+// exact target, Host, Origin (none, or exactly the host's) and one
+// Authorization of scheme Bearer (any case), spaces or tabs, the token.
+func mayAdmit(r *http.Request, hostport string) bool {
+	origins, auths := r.Header.Values("Origin"), r.Header.Values("Authorization")
+	if r.RequestURI != "/mcp" || r.Host != hostport || len(auths) != 1 {
+		return false
+	}
+	if len(origins) > 1 || (len(origins) == 1 && origins[0] != "http://"+hostport) {
+		return false
+	}
+	const scheme = "bearer"
+	a := auths[0]
+	return len(a) > len(scheme) && strings.EqualFold(a[:len(scheme)], scheme) &&
+		strings.ContainsAny(a[len(scheme):len(scheme)+1], " \t") &&
+		strings.TrimLeft(a[len(scheme):], " \t") == fuzzToken
 }
 
 // countingSession counts the calls that reach it.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -211,6 +212,7 @@ func resOf(public string) publicRes {
 // of 127.0.0.1, and stops it at cleanup.
 func start(t *testing.T, c config) *env {
 	t.Helper()
+	leakcheck.Check(t) // first: its cleanup runs after Stop and Shutdown
 	if c.publicURL == "" {
 		c.publicURL = publicURL
 	}

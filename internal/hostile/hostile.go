@@ -123,3 +123,60 @@ func DialSmall(ctx context.Context, addr string) (*net.TCPConn, error) {
 	}
 	return c.(*net.TCPConn), nil
 }
+
+// Loop runs one misbehaving client: f over and over on its own goroutine
+// until Stop. f gets a context that Stop cancels.
+type Loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	rounds atomic.Int64
+	errs   atomic.Int64
+}
+
+// Repeat starts f in a loop.
+func Repeat(f func(ctx context.Context) error) *Loop {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Loop{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				l.errs.Add(1)
+			}
+			l.rounds.Add(1)
+		}
+	}()
+	return l
+}
+
+// Rounds is how many times f has returned; Errors how many of those with
+// an error.
+func (l *Loop) Rounds() int64 { return l.rounds.Load() }
+func (l *Loop) Errors() int64 { return l.errs.Load() }
+
+// Stop cancels f and waits for the loop to end.
+func (l *Loop) Stop() {
+	l.cancel()
+	<-l.done
+}
+
+// NeverRead connects to addr with a tiny receive buffer, writes request
+// (a whole HTTP request whose answer is large) and never reads; after hold
+// it closes the connection. Use it with Repeat.
+func NeverRead(ctx context.Context, addr string, request []byte, hold time.Duration) error {
+	c, err := DialSmall(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Write(request); err != nil {
+		return err
+	}
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}

@@ -47,6 +47,7 @@ var Rules = []Rule{
 	{"internal/syncbuf", nil, "a goroutine-safe buffer for tests: the standard library only"},
 	{"internal/leakcheck", nil, "a goroutine-leak check for tests: the standard library only"},
 	{"internal/hostile", nil, "misbehaving clients for tests: the standard library only"},
+	{"internal/load", append([]string{jose + "/..."}, core...), "load-test drivers: a session for the ports, go-jose for the test issuer's tokens"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
