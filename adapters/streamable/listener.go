@@ -25,10 +25,11 @@ const DefaultIdleGrace = 50 * time.Millisecond
 // connections are never closed to make room.
 type ConnLimits struct {
 	// Total caps the open connections; at least 1. At the cap, the oldest
-	// idle connection that has been idle for at least IdleGrace is closed
-	// to admit the next one: first those that never completed a request,
-	// then keep-alive ones. With none idle that long, Accept waits, holding
-	// the new connection, until one is, or a connection closes.
+	// idle connection that has been idle for at least IdleGrace, and has
+	// nothing unread in its socket, is closed to admit the next one: first
+	// those that never completed a request, then keep-alive ones (only when
+	// no never-used one is open). With none such, Accept waits, holding the
+	// new connection, until there is one, or a connection closes.
 	Total int
 	// PerClient caps the open connections of one client, as ClientOf
 	// groups them; 0 means no per-client cap. A client at its cap has its
@@ -103,7 +104,8 @@ type LimitedListener struct {
 // one; else, over its client's cap, that client's own oldest idle
 // connection (none: the new one is closed unanswered and Accept goes on to
 // the next); else, at Total, the oldest connection idle for at least
-// IdleGrace (never-used ones first); else it waits, holding the new
+// IdleGrace with nothing unread in its socket (never-used ones first);
+// else it waits, holding the new
 // connection, until one of those appears or a connection closes. A closed
 // connection gives its slots back once, however often Close is called.
 // Connections are active (never closed to make room) until the
@@ -244,24 +246,40 @@ func (l *LimitedListener) oldestOf(key any) *limitConn {
 }
 
 // oldestIdle returns the connection to close to make room under Total: the
-// oldest never-used one when it has been so for IdleGrace, else, when no
+// oldest never-used one that has been so for IdleGrace, else, when no
 // connection is never-used, the oldest keep-alive one idle for IdleGrace.
-// Otherwise it returns how long until one will be (0: none is idle). l.mu
-// is held.
+// A connection whose socket holds bytes nobody has read is passed over: its
+// request has arrived and only waits for the server's goroutine (a loaded
+// machine), which will find it. Otherwise it returns how long to wait
+// before asking again (0: until something changes — none is idle): until a
+// connection will have been idle long enough, or IdleGrace when the ones
+// that have all hold unread bytes (which the server may read without the
+// connection leaving the idle state: a partial header). l.mu is held.
 func (l *LimitedListener) oldestIdle(now time.Time) (*limitConn, time.Duration) {
-	q := &l.fresh
-	if q.Len() == 0 {
-		q = &l.idle
+	queues := []*list.List{&l.fresh, &l.idle}
+	if l.fresh.Len() > 0 {
+		queues = queues[:1] // kept-alive connections only when no never-used one is open
 	}
-	front := q.Front()
-	if front == nil {
-		return nil, 0
+	wait, unread := time.Duration(0), false
+	for _, q := range queues {
+		for e := q.Front(); e != nil; e = e.Next() {
+			c := e.Value.(*limitConn)
+			if age := now.Sub(c.since); age < l.limits.IdleGrace {
+				if wait == 0 || l.limits.IdleGrace-age < wait {
+					wait = l.limits.IdleGrace - age
+				}
+				break // the rest of this queue is younger
+			}
+			if !hasUnread(c.Conn) {
+				return c, 0
+			}
+			unread = true
+		}
 	}
-	c := front.Value.(*limitConn)
-	if age := now.Sub(c.since); age < l.limits.IdleGrace {
-		return nil, l.limits.IdleGrace - age
+	if unread && (wait == 0 || l.limits.IdleGrace < wait) {
+		wait = l.limits.IdleGrace
 	}
-	return c, 0
+	return nil, wait
 }
 
 // evictUnlock gives the slots of c back, unlocks l.mu (held on entry) and

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -551,5 +552,70 @@ func TestServerServeFailure(t *testing.T) {
 	}
 	if err := s.Stop(t.Context()); err != nil {
 		t.Errorf("Stop after the failure: %v", err)
+	}
+}
+
+// TestLimitListenerSparesConnectionsWithUnreadRequests: an idle connection
+// whose client has sent bytes the server has not read yet (its goroutine
+// has not run: a loaded machine) is not closed to make room — its request
+// is already here — however long it has been idle; one that sent nothing
+// is.
+func TestLimitListenerSparesConnectionsWithUnreadRequests(t *testing.T) {
+	raw, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{}, 4)
+	l := limited(t, raw, streamable.ConnLimits{Total: 1, IdleGrace: time.Nanosecond, OnWait: func() { waiting <- struct{}{} }})
+	defer l.Close()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp4", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// A request has arrived on the one connection; nobody has read it.
+	client := dial()
+	first := <-accept(l)
+	l.ConnState(first, http.StateNew)
+	if _, err := io.WriteString(client, "POST /mcp HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The bytes reach the server's socket (on loopback, almost at once).
+	deadline := time.Now().Add(guard)
+	for !streamable.HasUnread(first) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the server's socket")
+		}
+		runtime.Gosched()
+	}
+	next := accept(l)
+	dial()
+	select {
+	case <-waiting:
+	case c := <-next:
+		t.Fatalf("a connection with an unread request was closed for a newcomer (%v)", c != nil)
+	case <-time.After(guard):
+		t.Fatal("Accept neither waited nor admitted")
+	}
+	if !stillOpen(client) {
+		t.Fatal("the connection with an unread request was closed")
+	}
+	// Once the server has read it and the connection has nothing pending
+	// (an idle client), it makes room.
+	if _, err := io.ReadFull(first, make([]byte, len("POST /mcp HTTP/1.1\r\n"))); err != nil {
+		t.Fatal(err)
+	}
+	l.ConnState(first, http.StateIdle)
+	select {
+	case c := <-next:
+		if c == nil {
+			t.Fatal("Accept failed")
+		}
+	case <-time.After(guard):
+		t.Fatal("the idle connection did not make room once it had nothing unread")
 	}
 }

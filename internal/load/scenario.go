@@ -35,13 +35,10 @@ type Report struct {
 // before (plus 64 KiB), which a leak proportional to the calls would not.
 func (s Scenario) Run(t testing.TB) Report {
 	t.Helper()
-	quiet := func() {
-		s.Idle()
-	}
 	stop := s.Misbehave()
 	warm := Run(context.Background(), s.Clients, max(1, s.Total/10), s.Call)
 	stop()
-	quiet()
+	s.Idle()
 	if warm.Refused+warm.Wrong > 0 {
 		t.Errorf("%s warm-up: %v: %q", s.Name, warm, warm.Details)
 	}
@@ -49,7 +46,7 @@ func (s Scenario) Run(t testing.TB) Report {
 	stop = s.Misbehave()
 	res := Run(context.Background(), s.Clients, s.Total, s.Call)
 	misbehaved := stop()
-	quiet()
+	s.Idle()
 	after, settled := Settle(before, 0.10, 64<<10, 5*time.Second)
 	return Report{Result: res, Before: before, After: after, Settled: settled, Misbehaved: misbehaved}
 }
