@@ -18,13 +18,13 @@ import (
 const lockoutBound = 3 * time.Second
 
 // TestIdleConnectionsDoNotLockOutTokenHolders: a process without the token
-// holds 300 idle connections (the cap is 32) and reconnects as each is
+// holds 400 idle connections (the cap is 128) and reconnects as each is
 // closed; a token holder's request on a new connection is still answered
 // within a few seconds, again and again (docs/SPEC.md §5.2).
 func TestIdleConnectionsDoNotLockOutTokenHolders(t *testing.T) {
 	leakcheck.Check(t)
 	e := start(t, fake.New(), httploopback.Limits{})
-	churn := hostile.Churn(e.addr, 300)
+	churn := hostile.Churn(e.addr, 400)
 	defer churn.Stop()
 	select {
 	case <-churn.Established():

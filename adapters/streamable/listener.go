@@ -11,10 +11,10 @@ import (
 )
 
 // DefaultIdleGrace is the default of [ConnLimits.IdleGrace].
-const DefaultIdleGrace = 50 * time.Millisecond
+const DefaultIdleGrace = 250 * time.Millisecond
 
 // ConnLimits configures [LimitListener]: the connection caps of
-// docs/SPEC.md §5.2 (loopback: 32 in all) and §5.3 (remote: 256 in all, 16
+// docs/SPEC.md §5.2 (loopback: 128 in all) and §5.3 (remote: 256 in all, 16
 // per client address).
 //
 // A connection is idle while it has not sent a complete request header
@@ -48,8 +48,10 @@ type ConnLimits struct {
 	// IdleGrace is how long a connection must have been idle before it may
 	// be closed to make room under Total: the time a client that has just
 	// connected (or just been answered) has to send its request header
-	// before a newcomer may take its place. Default 50 ms. It also bounds
-	// how fast idle connections can be cycled: at most Total per IdleGrace.
+	// before a newcomer may take its place, on a machine loaded enough
+	// that the client's first write comes late. Default 250 ms. It also
+	// bounds how fast idle connections can be cycled: at most Total per
+	// IdleGrace.
 	IdleGrace time.Duration
 	// OnWait, when set, is called each time Accept starts waiting for a
 	// slot; OnRefuse each time it closes a connection over its client's cap
