@@ -33,10 +33,10 @@ type ConnLimits struct {
 	Total int
 	// PerClient caps the open connections of one client, as ClientOf
 	// groups them; 0 means no per-client cap. A client at its cap has its
-	// own oldest idle connection closed to admit its new one (however
-	// briefly idle: only that client's connections churn); with none of its
-	// connections idle, the new one is closed at once, without a response,
-	// so one client can hold neither the slots nor the accept loop.
+	// own oldest idle connection with nothing unread closed to admit its new
+	// one (however briefly idle: only that client's connections churn);
+	// with none such, the new one is closed at once, without a response, so
+	// one client can hold neither the slots nor the accept loop.
 	PerClient int
 	// ClientOf returns the client a connection from peer (its
 	// net.Conn.RemoteAddr) counts against: key must be comparable (it is a
@@ -234,12 +234,13 @@ func (l *LimitedListener) admit(c net.Conn) (*limitConn, error) {
 	}
 }
 
-// oldestOf returns key's oldest idle connection, never-used ones first,
-// however briefly idle; nil when none is. l.mu is held.
+// oldestOf returns key's oldest idle connection with nothing unread in
+// its socket, never-used ones first, however briefly idle; nil when none
+// is. l.mu is held.
 func (l *LimitedListener) oldestOf(key any) *limitConn {
 	for _, q := range []*list.List{&l.fresh, &l.idle} {
 		for e := q.Front(); e != nil; e = e.Next() {
-			if c := e.Value.(*limitConn); c.counted && c.key == key {
+			if c := e.Value.(*limitConn); c.counted && c.key == key && !hasUnread(c.Conn) {
 				return c
 			}
 		}
