@@ -15,7 +15,8 @@ type Limits struct {
 	ReadHeaderTimeout, BodyReadTimeout    time.Duration
 	IdleTimeout, SSEAfter, KeepAlive      time.Duration
 	UnreadBodyGrace, StopTimeout          time.Duration
-	OnAcceptWait                          func()
+	WriteStallTimeout, IdleGrace          time.Duration
+	OnAcceptWait, OnConnEvicted           func()
 }
 
 // NewWithLimits is New with some limits overridden.
@@ -25,6 +26,7 @@ func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 		MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
 		SSEAfter: o.SSEAfter, KeepAlive: o.KeepAlive,
 		BodyReadTimeout: o.BodyReadTimeout, UnreadBodyGrace: o.UnreadBodyGrace,
+		WriteStallTimeout: o.WriteStallTimeout,
 	}
 	s := &l.server
 	if o.MaxConns != 0 {
@@ -34,6 +36,6 @@ func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 		s.MaxHeaderBytes = o.MaxHeaderBytes
 	}
 	s.ReadHeaderTimeout, s.IdleTimeout, s.StopTimeout = o.ReadHeaderTimeout, o.IdleTimeout, o.StopTimeout
-	s.Conns.OnWait = o.OnAcceptWait
+	s.Conns.OnWait, s.Conns.OnEvict, s.Conns.IdleGrace = o.OnAcceptWait, o.OnConnEvicted, o.IdleGrace
 	return newHost(eng, opts, l)
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -59,6 +59,7 @@ type env struct {
 // start serves session on a free port with limits, and stops it at cleanup.
 func start(t *testing.T, session ports.Session, l httploopback.Limits) *env {
 	t.Helper()
+	leakcheck.Check(t) // first: its cleanup runs after Stop and Shutdown
 	h, err := httploopback.NewWithLimits(newEngine(t, session, engine.Options{Name: "t", Version: "1"}), httploopback.Options{}, l)
 	if err != nil {
 		t.Fatal(err)
@@ -249,22 +250,6 @@ func toolText(t *testing.T, r rpcReply) (string, bool) {
 		t.Fatalf("result %s: %v", r.Result, err)
 	}
 	return res.Content[0].Text, res.IsError
-}
-
-// noLeak fails unless the goroutine count comes back to base within guard.
-// The count settles shortly after Stop: a connection's goroutine reports
-// itself closed as its last act.
-func noLeak(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // observed reports the cause with which each slow call ended.

@@ -20,9 +20,11 @@
 //
 // Limits (docs/SPEC.md §5.2): 16 requests in flight (the 17th gets 503 without its
 // body being read), request line and headers 16 KiB, 5 s to read the headers,
-// 15 s to read a body, 60 s idle keep-alive, at most 32 open connections (the
-// 33rd waits in the kernel's accept queue until one closes), and no write
-// timeout, because turns can be long.
+// 15 s to read a body, 60 s idle keep-alive, at most 128 open connections
+// (at the cap the one idle longest, never-used ones first, makes room for
+// the next once it has been idle 250 ms; active ones never do), and no bound on
+// how long a call may run, because turns can be long — only a response
+// write that makes no progress for 30 s ends its connection.
 //
 // The parts compose: [Admission] is an http middleware any Go host can put
 // in front of a [streamable.Handler] in its own mux. The Host is the
@@ -99,7 +101,7 @@ var (
 )
 
 // maxConns is docs/SPEC.md §5.2's cap on open connections.
-const maxConns = 32
+const maxConns = 128
 
 // limits are the numbers tests change (export_test.go); the framing's and
 // the server's zero fields mean their docs/SPEC.md §5.2 defaults.

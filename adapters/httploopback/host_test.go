@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 )
 
 func TestNewValidatesHostAndPort(t *testing.T) {
@@ -481,18 +481,14 @@ func TestInFlightLimit(t *testing.T) {
 	}
 }
 
-// TestConnectionLimit: with 32 connections open the 33rd waits in the
-// accept queue, unanswered, and is served once one of the 32 closes.
+// TestConnectionLimit: with 128 connections open and idle between
+// keep-alive requests, a 129th is served: the oldest idle one is closed to
+// make room (docs/SPEC.md §5.2).
 func TestConnectionLimit(t *testing.T) {
-	waiting := make(chan struct{}, 1)
-	e := start(t, fake.New(), httploopback.Limits{OnAcceptWait: func() {
-		select {
-		case waiting <- struct{}{}:
-		default:
-		}
-	}})
+	evicted := make(chan struct{}, 4)
+	e := start(t, fake.New(), httploopback.Limits{OnConnEvicted: func() { evicted <- struct{}{} }})
 	var open []*rawConn
-	for range 32 {
+	for range 128 {
 		c := dial(t, e.addr)
 		c.send(t, e.head(len(ping)), []byte(ping))
 		if resp, _ := c.response(t); resp.StatusCode != 200 {
@@ -500,21 +496,69 @@ func TestConnectionLimit(t *testing.T) {
 		}
 		open = append(open, c)
 	}
-	select { // the accept loop holds 32 and waits for a free slot
-	case <-waiting:
-	case <-time.After(guard):
-		t.Fatal("the accept loop does not wait with 32 connections open")
+	last := dial(t, e.addr)
+	last.send(t, e.head(len(ping)), []byte(ping))
+	if resp, _ := last.response(t); resp.StatusCode != 200 {
+		t.Fatalf("129th: status %d", resp.StatusCode)
+	}
+	<-evicted
+	// One idle connection made room (the oldest as the server saw them go
+	// idle, which the client cannot order exactly); every other one is
+	// still open and serves.
+	closed := 0
+	for i, c := range open {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Millisecond)) // the close was sent before OnEvict ran
+		if _, err := c.br.Peek(1); err == io.EOF {
+			closed++
+			continue
+		}
+		c.send(t, e.head(len(ping)), []byte(ping))
+		if resp, _ := c.response(t); resp.StatusCode != 200 {
+			t.Fatalf("connection %d after the 129th: status %d", i, resp.StatusCode)
+		}
+	}
+	if closed != 1 {
+		t.Fatalf("%d connections closed for the 129th, want 1", closed)
+	}
+}
+
+// TestActiveConnectionsAreNeverClosedForRoom: with every connection serving
+// a call, a newcomer waits — no active connection is closed for it — and is
+// served once a call has ended (docs/SPEC.md §5.2).
+func TestActiveConnectionsAreNeverClosedForRoom(t *testing.T) {
+	leakcheck.Check(t)
+	s := fake.New()
+	started := s.Started()
+	waiting := make(chan struct{}, 1)
+	e := start(t, s, httploopback.Limits{MaxConns: 4, MaxInFlight: 8, IdleGrace: time.Nanosecond, OnAcceptWait: func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}})
+	var busy []*rawConn
+	for i := range 4 {
+		c := dial(t, e.addr)
+		c.send(t, e.head(len(slowCall(i))), []byte(slowCall(i)))
+		<-started
+		busy = append(busy, c)
 	}
 	last := dial(t, e.addr)
 	last.send(t, e.head(len(ping)), []byte(ping))
-	_ = last.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if b, err := last.br.Peek(1); err == nil {
-		t.Fatalf("33rd connection answered while 32 are open: %q", b)
+	select {
+	case <-waiting:
+	case <-time.After(guard):
+		t.Fatal("the accept loop did not wait with every connection active")
 	}
-	open[0].Close()
-	resp, _ := last.response(t)
-	if resp.StatusCode != 200 {
-		t.Fatalf("33rd: status %d", resp.StatusCode)
+	s.Release()
+	for i, c := range busy {
+		resp, b := c.response(t)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"id":`+strconv.Itoa(i)) {
+			t.Fatalf("call %d: %d %s, want its answer (an active connection was closed?)", i, resp.StatusCode, b)
+		}
+	}
+	if resp, _ := last.response(t); resp.StatusCode != 200 {
+		t.Fatalf("the newcomer: status %d", resp.StatusCode)
 	}
 }
 
@@ -522,7 +566,7 @@ func TestConnectionLimit(t *testing.T) {
 // own; its client gets "server is shutting down"; Stop returns within 5 s
 // and leaves no goroutine behind.
 func TestStopWithStuckCall(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := leakcheck.Snapshot()
 	s := fake.New()
 	started := s.Started()
 	h, err := httploopback.New(newEngine(t, s, engine.Options{}), httploopback.Options{})
@@ -572,7 +616,7 @@ func TestStopWithStuckCall(t *testing.T) {
 		t.Errorf("Wait: %v", err)
 	}
 	tr.CloseIdleConnections()
-	noLeak(t, base)
+	base.Verify(t)
 }
 
 // TestDisconnectCancels: a client that goes away cancels its call, for a
@@ -717,7 +761,7 @@ func TestTokenNeverLogged(t *testing.T) {
 // input-required round is settled closed by Stop, and nothing is left
 // running.
 func TestStopWithParkedRound(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := leakcheck.Snapshot()
 	eng, err := engine.New(fake.New(), engine.Options{AskClient: true})
 	if err != nil {
 		t.Fatal(err)
@@ -747,5 +791,5 @@ func TestStopWithParkedRound(t *testing.T) {
 		t.Fatalf("engine Shutdown: %v", err)
 	}
 	tr.CloseIdleConnections()
-	noLeak(t, base)
+	base.Verify(t)
 }

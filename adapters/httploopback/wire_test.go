@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 )
 
 // TestK3RequestWithIDIsAnswered: a request with an id is never taken for a
@@ -122,7 +122,7 @@ func TestK7Batches(t *testing.T) {
 // TestK9BrokenBody: a body that breaks off gets 400 or nothing, never 500,
 // and leaves no goroutine waiting.
 func TestK9BrokenBody(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := leakcheck.Snapshot()
 	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestK9BrokenBody(t *testing.T) {
 	if err := h.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	noLeak(t, base)
+	base.Verify(t)
 }
 
 // TestBothEras serves a legacy session (initialize, then requests naming

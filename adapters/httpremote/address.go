@@ -57,7 +57,7 @@ type proxySet map[netip.Addr]bool
 // connClient is the remote host's [streamable.ConnLimits.ClientOf]: a
 // connection counts against the client key of its socket peer (docs/SPEC.md §5.3:
 // 16 connections per client address), so one address can hold neither the
-// connection slots nor the accept queue. A trusted proxy is exempt: every
+// connection slots nor the accept loop. A trusted proxy is exempt: every
 // client behind it arrives from its address, and which client a proxied
 // connection carries is known per request, from X-Forwarded-For, not per
 // connection; its connections are bounded by the total alone.

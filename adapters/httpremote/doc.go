@@ -110,11 +110,13 @@
 //
 // After admission the host serves like the loopback host (docs/SPEC.md §5.2): 16
 // requests in flight, 1 MiB bodies, 5 s to read the headers, 15 s to read a
-// body, no write timeout. Its connection caps are its own: 256 open
-// connections in all (the next waits in the kernel's accept queue), 16 per
-// client address (the next is closed at once; trusted proxies count against
-// the total only, since every client behind one shares its address), and a
-// 60 s idle timeout.
+// body, 30 s for a stalled response write, no bound on a call. Its
+// connection caps are its own: 256 open connections in all (at the cap the
+// one idle longest makes room for the next, as on the loopback host), 16
+// per client address (at its cap an address's own oldest idle connection
+// makes room at once; with all 16 active the next is closed unanswered;
+// trusted proxies count against the total only, since every client behind
+// one shares its address), and a 60 s idle timeout.
 //
 // Lifecycle: [New] → [Host.Start] → [Host.Wait] / [Host.Stop]. A host
 // serves once; a second Start, or a Start after Stop, fails.

@@ -12,10 +12,12 @@ type Limits struct {
 	MaxInFlight, MaxConns, MaxConnsPerClient, MaxVerifying, MaxCached int
 	ThrottleClients                                                   int
 	CacheTTL, StopTimeout, IdleTimeout                                time.Duration
+	WriteStallTimeout, BodyReadTimeout, IdleGrace                     time.Duration
 	// Now replaces the throttle's and the cache's clock.
 	Now           func() time.Time
 	OnAcceptWait  func()
 	OnConnRefused func()
+	OnConnEvicted func()
 }
 
 // NewWithLimits is New with some limits overridden.
@@ -39,9 +41,19 @@ func NewWithLimits(eng *engine.Engine, opts Options, o Limits) (*Host, error) {
 	if o.Now != nil {
 		l.now = o.Now
 	}
-	l.server.Conns.OnWait, l.server.Conns.OnRefuse = o.OnAcceptWait, o.OnConnRefused
+	l.server.Conns.OnWait, l.server.Conns.OnRefuse, l.server.Conns.OnEvict = o.OnAcceptWait, o.OnConnRefused, o.OnConnEvicted
+	l.server.Conns.IdleGrace = o.IdleGrace
+	l.framing.WriteStallTimeout, l.framing.BodyReadTimeout = o.WriteStallTimeout, o.BodyReadTimeout
 	return newHost(eng, opts, l)
 }
 
 // ThrottledClients returns how many clients the throttle table tracks.
 func (h *Host) ThrottledClients() int { return h.door.throttle.len() }
+
+// NewAdmissionWithClock is NewAdmission with the throttle's and the
+// cache's clock replaced.
+func NewAdmissionWithClock(a Authorization, now func() time.Time) (*Admission, error) {
+	l := defaultLimits()
+	l.now = now
+	return newAdmission(a, nil, l)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -179,6 +180,7 @@ type config struct {
 	verifier  ports.AccessTokenVerifier // default: a fakeVerifier for publicURL
 	logger    *slog.Logger
 	askClient bool
+	held      *fake.Held // when set, the session served (and env.session its scripted part)
 }
 
 // env is one started host and what the test needs to talk to it.
@@ -210,6 +212,7 @@ func resOf(public string) publicRes {
 // of 127.0.0.1, and stops it at cleanup.
 func start(t *testing.T, c config) *env {
 	t.Helper()
+	leakcheck.Check(t) // first: its cleanup runs after Stop and Shutdown
 	if c.publicURL == "" {
 		c.publicURL = publicURL
 	}
@@ -218,12 +221,16 @@ func start(t *testing.T, c config) *env {
 		c.limits.Now = clock.Now
 	}
 	e := &env{res: resOf(c.publicURL), clock: clock, audit: &auditLog{}, session: fake.New()}
+	var session ports.Session = e.session
+	if c.held != nil {
+		e.session, session = c.held.Session, c.held
+	}
 	verifier := c.verifier
 	if verifier == nil {
 		e.verifier = newFakeVerifier(c.publicURL, clock)
 		verifier = e.verifier
 	}
-	h, err := httpremote.NewWithLimits(newEngine(t, e.session, engine.Options{Name: "t", Version: "1", AskClient: c.askClient}), httpremote.Options{
+	h, err := httpremote.NewWithLimits(newEngine(t, session, engine.Options{Name: "t", Version: "1", AskClient: c.askClient}), httpremote.Options{
 		Logger: c.logger,
 		Authorization: httpremote.Authorization{
 			Verifier: verifier, TrustedProxies: c.proxies, Audit: e.audit,

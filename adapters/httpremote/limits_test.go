@@ -2,6 +2,8 @@ package httpremote_test
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -164,29 +166,88 @@ func openConn(t *testing.T, e *env, local netip.Addr) net.Conn {
 	return c
 }
 
-// TestPerClientConnections: 16 connections per client address; the 17th is
-// closed at once while other addresses are served. A trusted proxy is held
-// to the total only.
+// stillOpen reports whether c is still open: a short read times out.
+func stillOpen(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// slowFrom starts a slow tools/call with a valid token on a new connection
+// from local; the connection stays active until the session releases it.
+func (e *env) slowFrom(t *testing.T, local netip.Addr, id int) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: guard, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+	c, err := d.Dial("tcp", e.addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, id)
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n\r\n",
+		e.res.path, e.res.host, validToken, jsonSSE, len(body))
+	if _, err := io.WriteString(c, head+body); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPerClientConnections: 16 connections per client address. An address
+// at its cap has its own oldest idle connection closed to admit its next
+// one, while other addresses' connections stay; with all 16 of its
+// connections active, its next one is closed at once, unanswered, and
+// other addresses are still served. A trusted proxy is held to the total
+// only (docs/SPEC.md §5.3).
 func TestPerClientConnections(t *testing.T) {
 	refused := make(chan struct{}, 8)
+	evicted := make(chan struct{}, 8)
 	e := start(t, config{proxies: []string{"127.0.0.1"}, limits: httpremote.Limits{
+		MaxInFlight:   64,
 		OnConnRefused: func() { refused <- struct{}{} },
+		OnConnEvicted: func() { evicted <- struct{}{} },
 	}})
-	a := netip.MustParseAddr("127.2.0.1")
+	started := e.session.Started()
+	a, b := netip.MustParseAddr("127.2.0.1"), netip.MustParseAddr("127.2.0.2")
+	other := openConn(t, e, b)
+	var idle []net.Conn
 	for range 16 {
-		openConn(t, e, a)
+		idle = append(idle, openConn(t, e, a))
+	}
+	if c := rawRequest(t, e.addr, a, e.forgedHead()); c != 401 {
+		t.Errorf("17th connection from one address: status %d, want 401 (served)", c)
+	}
+	<-evicted
+	// One of the address's idle connections made room (the oldest as the
+	// server saw them go idle); the other address's was left alone.
+	closed := 0
+	for _, c := range idle {
+		if !stillOpen(c) {
+			closed++
+		}
+	}
+	if closed != 1 || !stillOpen(other) {
+		t.Errorf("%d of the address's connections closed (want 1); the other address's open: %v", closed, stillOpen(other))
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	for i := range 16 {
+		e.slowFrom(t, a, i)
+		<-started
 	}
 	if c := rawRequest(t, e.addr, a, e.forgedHead()); c != 0 {
-		t.Errorf("17th connection from one address: status %d, want it closed unanswered", c)
+		t.Errorf("17th connection with 16 active: status %d, want it closed unanswered", c)
 	}
 	select {
 	case <-refused:
 	case <-time.After(guard):
 		t.Fatal("the 17th connection was not refused")
 	}
-	if c := rawRequest(t, e.addr, netip.MustParseAddr("127.2.0.2"), e.forgedHead()); c != 401 {
+	if c := rawRequest(t, e.addr, b, e.forgedHead()); c != 401 {
 		t.Errorf("another address: status %d, want 401", c)
 	}
+	e.session.Release()
 	proxy := netip.MustParseAddr("127.0.0.1")
 	for range 20 {
 		openConn(t, e, proxy)
@@ -196,26 +257,56 @@ func TestPerClientConnections(t *testing.T) {
 	}
 }
 
-// TestTotalConnections: over the total, the next connection waits in the
-// accept queue until one closes.
+// TestTotalConnections: at the total, an idle connection is closed to admit
+// the next one; with every connection active the next waits, no active
+// one is closed, and it is served once one closes (docs/SPEC.md §5.3).
 func TestTotalConnections(t *testing.T) {
 	waiting := make(chan struct{}, 16)
+	evicted := make(chan struct{}, 16)
 	e := start(t, config{limits: httpremote.Limits{
-		MaxConns:     4,
-		OnAcceptWait: func() { waiting <- struct{}{} },
+		MaxConns:      4,
+		OnAcceptWait:  func() { waiting <- struct{}{} },
+		OnConnEvicted: func() { evicted <- struct{}{} },
 	}})
+	started := e.session.Started()
 	var conns []net.Conn
 	for i := range 4 {
 		conns = append(conns, openConn(t, e, loopbackAddr(i+1)))
 	}
+	if c := rawRequest(t, e.addr, loopbackAddr(5), e.forgedHead()); c != 401 {
+		t.Errorf("with 4 idle connections: status %d, want 401 (served)", c)
+	}
+	<-evicted
+	// One idle connection made room (the oldest as the server saw them go
+	// idle, which the client cannot order exactly).
+	closed := 0
+	for _, c := range conns {
+		if !stillOpen(c) {
+			closed++
+		}
+		c.Close()
+	}
+	if closed != 1 {
+		t.Errorf("%d idle connections closed to make room for one, want 1", closed)
+	}
+	var busy []net.Conn
+	for i := range 4 {
+		busy = append(busy, e.slowFrom(t, loopbackAddr(10+i), i))
+		<-started
+	}
+	done := make(chan int, 1)
+	go func() { done <- rawRequest(t, e.addr, loopbackAddr(20), e.forgedHead()) }()
 	select {
 	case <-waiting:
 	case <-time.After(guard):
-		t.Fatal("Accept did not wait with every slot taken")
+		t.Fatal("Accept did not wait with every connection active")
 	}
-	done := make(chan int, 1)
-	go func() { done <- rawRequest(t, e.addr, loopbackAddr(5), e.forgedHead()) }()
-	conns[0].Close()
+	for i, c := range busy {
+		if !stillOpen(c) {
+			t.Errorf("active connection %d was closed", i)
+		}
+	}
+	busy[0].Close()
 	select {
 	case c := <-done:
 		if c != 401 {
@@ -224,4 +315,5 @@ func TestTotalConnections(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("the waiting connection was not served after one closed")
 	}
+	e.session.Release()
 }

@@ -29,6 +29,10 @@ type Options struct {
 	Stdout io.Writer
 	// MaxLineBytes bounds one incoming message; default 4 MiB.
 	MaxLineBytes int
+	// MaxInFlight bounds the requests served at once; beyond it a
+	// tools/call gets the tool error "server is busy", other requests
+	// -32603 (docs/SPEC.md §4). Default 64.
+	MaxInFlight int
 	// StartTimeout bounds Start; default 15 s.
 	StartTimeout time.Duration
 	// DrainTimeout is how long calls in flight may finish after stdin ends,
@@ -92,6 +96,7 @@ func (t *Transport) Start(ctx context.Context) error {
 	served := make(chan error, 1)
 	opts := engine.ConnOptions{
 		MaxLineBytes: t.opts.MaxLineBytes,
+		MaxInFlight:  t.opts.MaxInFlight,
 		StartTimeout: t.opts.StartTimeout,
 		DrainTimeout: t.opts.DrainTimeout,
 		Ready:        func() { close(ready) },

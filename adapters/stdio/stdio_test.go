@@ -17,6 +17,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -29,6 +30,7 @@ type pipes struct {
 
 func newTransport(t *testing.T, s ports.Session, opts stdio.Options) *pipes {
 	t.Helper()
+	leakcheck.Check(t) // first: its cleanup runs after the transport's and the engine's
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	opts.Stdin, opts.Stdout = inR, outW

@@ -1,158 +1,391 @@
 package streamable
 
 import (
+	"container/list"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"sync"
+	"time"
 )
 
-// ConnLimits configures [LimitListener]: the connection caps of docs/SPEC.md §5.2
-// (loopback: 32 in all) and §5.3 (remote: 256 in all, 16 per client
-// address).
+// DefaultIdleGrace is the default of [ConnLimits.IdleGrace].
+const DefaultIdleGrace = 250 * time.Millisecond
+
+// ConnLimits configures [LimitListener]: the connection caps of
+// docs/SPEC.md §5.2 (loopback: 128 in all) and §5.3 (remote: 256 in all, 16
+// per client address).
+//
+// A connection is idle while it has not sent a complete request header
+// (http.StateNew) or waits between keep-alive requests (http.StateIdle);
+// it is active while a request is being read or served. A cap is never
+// held by idle connections against a newcomer: at a cap, an idle
+// connection is closed to admit the new one (see [LimitListener]). Active
+// connections are never closed to make room.
 type ConnLimits struct {
-	// Total caps the open connections; at least 1. With every slot taken,
-	// Accept waits for a connection to close before it takes the next one
-	// from the kernel's accept queue, so the excess clients wait there (or
-	// are refused by the kernel when the queue is full).
+	// Total caps the open connections; at least 1. At the cap, the oldest
+	// idle connection that has been idle for at least IdleGrace, and has
+	// nothing unread in its socket, is closed to admit the next one: first
+	// those that never completed a request, then keep-alive ones (only when
+	// no never-used one is open). With none such, Accept waits, holding the
+	// new connection, until there is one, or a connection closes.
 	Total int
 	// PerClient caps the open connections of one client, as ClientOf
-	// groups them; a connection over its client's cap is accepted and
-	// closed at once, without a response, so one client can hold neither
-	// the slots nor the accept queue. Zero or less, or a nil ClientOf:
-	// no per-client cap.
+	// groups them; 0 means no per-client cap. A client at its cap has its
+	// own oldest idle connection with nothing unread closed to admit its new
+	// one (however briefly idle: only that client's connections churn);
+	// with none such, the new one is closed at once, without a response, so
+	// one client can hold neither the slots nor the accept loop.
 	PerClient int
 	// ClientOf returns the client a connection from peer (its
 	// net.Conn.RemoteAddr) counts against: key must be comparable (it is a
 	// map key) and equal for connections of one client. exempt true leaves
 	// the connection out of the per-client count (Total still applies): the
 	// remote host exempts its trusted proxies, every client behind which
-	// arrives from the proxy's address.
+	// arrives from the proxy's address. Required when PerClient is set.
 	ClientOf func(peer net.Addr) (key any, exempt bool)
-	// OnWait, when set, is called each time Accept starts waiting for a free
-	// slot; OnRefuse each time it closes a connection over its client's cap.
-	// Both run on the accepting goroutine and must not block for long.
-	OnWait, OnRefuse func()
+	// IdleGrace is how long a connection must have been idle before it may
+	// be closed to make room under Total: the time a client that has just
+	// connected (or just been answered) has to send its request header
+	// before a newcomer may take its place, on a machine loaded enough
+	// that the client's first write comes late. Default 250 ms. It also
+	// bounds how fast idle connections can be cycled: at most Total per
+	// IdleGrace.
+	IdleGrace time.Duration
+	// OnWait, when set, is called each time Accept starts waiting for a
+	// slot; OnRefuse each time it closes a connection over its client's cap
+	// unanswered; OnEvict each time it closes an idle connection to make
+	// room. They run on the accepting goroutine and must not block for long.
+	OnWait, OnRefuse, OnEvict func()
 }
 
-// LimitListener returns l with c's caps applied to what its Accept returns.
-// A slot is taken before a connection is accepted and given back when that
-// connection is closed (once, however often Close is called). Close stops
-// accepting and closes l; an Accept waiting for a slot then returns
-// [net.ErrClosed]; open connections are left to their owner (http.Server
-// closes them). Accepted connections keep CloseWrite, which net/http uses to
-// avoid resetting a connection whose request body it did not read.
-//
-// It panics when c.Total is less than 1.
-func LimitListener(l net.Listener, c ConnLimits) net.Listener {
-	if c.Total < 1 {
-		panic("streamable: LimitListener needs ConnLimits.Total ≥ 1")
+// ErrConnLimits is wrapped by the error of [LimitListener] (and of
+// [NewServer]) for limits it cannot apply.
+var ErrConnLimits = errors.New("streamable: invalid ConnLimits")
+
+func (c ConnLimits) check() error {
+	switch {
+	case c.Total < 1:
+		return fmt.Errorf("%w: Total must be at least 1", ErrConnLimits)
+	case c.PerClient < 0:
+		return fmt.Errorf("%w: PerClient must not be negative", ErrConnLimits)
+	case c.PerClient > 0 && c.ClientOf == nil:
+		return fmt.Errorf("%w: PerClient needs ClientOf", ErrConnLimits)
+	case c.IdleGrace < 0:
+		return fmt.Errorf("%w: IdleGrace must not be negative", ErrConnLimits)
 	}
-	if c.PerClient <= 0 {
-		c.ClientOf = nil
-	}
-	return &limitListener{
-		Listener: l,
-		limits:   c,
-		slots:    make(chan struct{}, c.Total),
-		closed:   make(chan struct{}),
-		byClient: make(map[any]int),
-	}
+	return nil
 }
 
-type limitListener struct {
-	net.Listener
+// LimitedListener is a net.Listener with connection caps (see
+// [LimitListener]). Its ConnState method must be installed as (or called
+// from) the http.Server's ConnState hook: it is how the listener learns
+// which connections are idle.
+type LimitedListener struct {
+	ln     net.Listener
 	limits ConnLimits
 
-	slots  chan struct{} // one token per open connection
-	closed chan struct{}
-	once   sync.Once
+	closed    chan struct{}
+	closeOnce sync.Once
+	wake      chan struct{} // a slot was freed or a connection became idle
 
 	mu       sync.Mutex
-	byClient map[any]int // open connections per counted client
+	open     int
+	byClient map[any]int
+	fresh    list.List // *limitConn that never completed a request, oldest first
+	idle     list.List // *limitConn between keep-alive requests, oldest first
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	default:
-		if l.limits.OnWait != nil {
-			l.limits.OnWait()
-		}
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.closed:
-			return nil, net.ErrClosed
-		}
+// LimitListener returns l with c's caps applied to what its Accept returns
+// (docs/SPEC.md §5.2, §5.3). It fails with an error wrapping
+// [ErrConnLimits] when c.Total is less than 1, c.PerClient or c.IdleGrace
+// is negative, or c.PerClient is set without c.ClientOf.
+//
+// Accept takes the next connection from l, then finds it a slot: a free
+// one; else, over its client's cap, that client's own oldest idle
+// connection (none: the new one is closed unanswered and Accept goes on to
+// the next); else, at Total, the oldest connection idle for at least
+// IdleGrace with nothing unread in its socket (never-used ones first);
+// else it waits, holding the new
+// connection, until one of those appears or a connection closes. A closed
+// connection gives its slots back once, however often Close is called.
+// Connections are active (never closed to make room) until the
+// http.Server reports them idle through [LimitedListener.ConnState], so
+// without that hook the caps only wait and refuse.
+//
+// Close stops accepting and closes l; an Accept waiting for a slot then
+// returns [net.ErrClosed]; open connections are left to their owner
+// (http.Server closes them). Accepted connections keep CloseWrite, which
+// net/http uses to avoid resetting a connection whose request body it did
+// not read.
+func LimitListener(l net.Listener, c ConnLimits) (*LimitedListener, error) {
+	if err := c.check(); err != nil {
+		return nil, err
 	}
+	if c.PerClient == 0 {
+		c.ClientOf = nil
+	}
+	if c.IdleGrace == 0 {
+		c.IdleGrace = DefaultIdleGrace
+	}
+	return &LimitedListener{
+		ln:       l,
+		limits:   c,
+		closed:   make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		byClient: make(map[any]int),
+	}, nil
+}
+
+// Addr is the underlying listener's address.
+func (l *LimitedListener) Addr() net.Addr { return l.ln.Addr() }
+
+// Accept returns the next connection once it has a slot (see
+// [LimitListener]).
+func (l *LimitedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		c, err := l.ln.Accept()
 		if err != nil {
-			<-l.slots
 			return nil, err
 		}
-		key, counted, ok := l.admit(c.RemoteAddr())
-		if !ok {
+		lc, err := l.admit(c)
+		if err != nil {
 			_ = c.Close()
-			if l.limits.OnRefuse != nil {
-				l.limits.OnRefuse()
+			return nil, err
+		}
+		if lc != nil {
+			return lc, nil
+		}
+		_ = c.Close()
+		if l.limits.OnRefuse != nil {
+			l.limits.OnRefuse()
+		}
+	}
+}
+
+// admit finds c a slot, closing idle connections or waiting as the caps
+// say. It returns nil when c is over its client's cap with none of that
+// client's connections idle, and net.ErrClosed when l was closed meanwhile.
+func (l *LimitedListener) admit(c net.Conn) (*limitConn, error) {
+	var key any
+	counted := false
+	if l.limits.ClientOf != nil {
+		var exempt bool
+		key, exempt = l.limits.ClientOf(c.RemoteAddr())
+		counted = !exempt
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	waited := false
+	for {
+		select {
+		case <-l.closed:
+			return nil, net.ErrClosed
+		default:
+		}
+		l.mu.Lock()
+		if counted && l.byClient[key] >= l.limits.PerClient {
+			victim := l.oldestOf(key)
+			if victim == nil {
+				l.mu.Unlock()
+				return nil, nil
+			}
+			l.evictUnlock(victim)
+			continue
+		}
+		if l.open >= l.limits.Total {
+			victim, wait := l.oldestIdle(time.Now())
+			if victim != nil {
+				l.evictUnlock(victim)
+				continue
+			}
+			l.mu.Unlock()
+			if !waited && l.limits.OnWait != nil {
+				l.limits.OnWait()
+			}
+			waited = true
+			var expiry <-chan time.Time
+			if wait > 0 {
+				if timer == nil {
+					timer = time.NewTimer(wait)
+				} else {
+					timer.Reset(wait)
+				}
+				expiry = timer.C
+			}
+			select {
+			case <-l.wake:
+			case <-expiry:
+			case <-l.closed:
 			}
 			continue
 		}
-		return &limitConn{Conn: c, release: func() { l.release(key, counted) }}, nil
+		l.open++
+		if counted {
+			l.byClient[key]++
+		}
+		l.mu.Unlock()
+		return &limitConn{Conn: c, l: l, key: key, counted: counted}, nil
 	}
 }
 
-// admit takes a per-client slot for a connection from peer, unless its
-// client already holds PerClient connections.
-func (l *limitListener) admit(peer net.Addr) (key any, counted, ok bool) {
-	if l.limits.ClientOf == nil {
-		return nil, false, true
+// oldestOf returns key's oldest idle connection with nothing unread in
+// its socket, never-used ones first, however briefly idle; nil when none
+// is. l.mu is held.
+func (l *LimitedListener) oldestOf(key any) *limitConn {
+	for _, q := range []*list.List{&l.fresh, &l.idle} {
+		for e := q.Front(); e != nil; e = e.Next() {
+			if c := e.Value.(*limitConn); c.counted && c.key == key && !hasUnread(c.Conn) {
+				return c
+			}
+		}
 	}
-	key, exempt := l.limits.ClientOf(peer)
-	if exempt {
-		return nil, false, true
+	return nil
+}
+
+// oldestIdle returns the connection to close to make room under Total: the
+// oldest never-used one that has been so for IdleGrace, else, when no
+// connection is never-used, the oldest keep-alive one idle for IdleGrace.
+// A connection whose socket holds bytes nobody has read is passed over: its
+// request has arrived and only waits for the server's goroutine (a loaded
+// machine), which will find it. Otherwise it returns how long to wait
+// before asking again (0: until something changes — none is idle): until a
+// connection will have been idle long enough, or IdleGrace when the ones
+// that have all hold unread bytes (which the server may read without the
+// connection leaving the idle state: a partial header). l.mu is held.
+func (l *LimitedListener) oldestIdle(now time.Time) (*limitConn, time.Duration) {
+	queues := []*list.List{&l.fresh, &l.idle}
+	if l.fresh.Len() > 0 {
+		queues = queues[:1] // kept-alive connections only when no never-used one is open
+	}
+	wait, unread := time.Duration(0), false
+	for _, q := range queues {
+		for e := q.Front(); e != nil; e = e.Next() {
+			c := e.Value.(*limitConn)
+			if age := now.Sub(c.since); age < l.limits.IdleGrace {
+				if wait == 0 || l.limits.IdleGrace-age < wait {
+					wait = l.limits.IdleGrace - age
+				}
+				break // the rest of this queue is younger
+			}
+			if !hasUnread(c.Conn) {
+				return c, 0
+			}
+			unread = true
+		}
+	}
+	if unread && (wait == 0 || l.limits.IdleGrace < wait) {
+		wait = l.limits.IdleGrace
+	}
+	return nil, wait
+}
+
+// evictUnlock gives the slots of c back, unlocks l.mu (held on entry) and
+// closes c.
+func (l *LimitedListener) evictUnlock(c *limitConn) {
+	l.releaseLocked(c)
+	l.mu.Unlock()
+	_ = c.Conn.Close()
+	if l.limits.OnEvict != nil {
+		l.limits.OnEvict()
+	}
+}
+
+// releaseLocked gives c's slots back, once; l.mu is held.
+func (l *LimitedListener) releaseLocked(c *limitConn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	l.untrack(c)
+	l.open--
+	if c.counted {
+		if l.byClient[c.key]--; l.byClient[c.key] == 0 {
+			delete(l.byClient, c.key)
+		}
+	}
+	l.signal()
+}
+
+func (l *LimitedListener) untrack(c *limitConn) {
+	if c.elem != nil {
+		c.queue.Remove(c.elem)
+		c.elem, c.queue = nil, nil
+	}
+}
+
+// signal wakes a waiting Accept, without blocking.
+func (l *LimitedListener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ConnState records what http.Server reports of a connection this listener
+// accepted (others are ignored): StateNew and StateIdle make it idle, any
+// other state active. Install it as http.Server.ConnState, or call it from
+// the server's own hook.
+func (l *LimitedListener) ConnState(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*limitConn)
+	if !ok || c.l != l {
+		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.byClient[key] >= l.limits.PerClient {
-		return nil, false, false
+	if c.released {
+		return
 	}
-	l.byClient[key]++
-	return key, true, true
+	l.untrack(c)
+	switch state {
+	case http.StateNew:
+		c.queue = &l.fresh
+	case http.StateIdle:
+		c.queue = &l.idle
+	default:
+		return
+	}
+	c.since = time.Now()
+	c.elem = c.queue.PushBack(c)
+	l.signal()
 }
 
-func (l *limitListener) release(key any, counted bool) {
-	if counted {
-		l.mu.Lock()
-		if l.byClient[key]--; l.byClient[key] == 0 {
-			delete(l.byClient, key)
-		}
-		l.mu.Unlock()
-	}
-	<-l.slots
-}
-
-func (l *limitListener) Close() error {
+// Close stops accepting and closes the underlying listener; only the first
+// call does anything (later calls return net.ErrClosed).
+func (l *LimitedListener) Close() error {
 	err := net.ErrClosed
-	l.once.Do(func() {
+	l.closeOnce.Do(func() {
 		close(l.closed)
-		err = l.Listener.Close()
+		err = l.ln.Close()
 	})
 	return err
 }
 
-// limitConn gives its slots back when closed, once however often Close is
-// called.
+// limitConn is one admitted connection.
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l       *LimitedListener
+	key     any
+	counted bool
+
+	// Guarded by l.mu.
+	released bool
+	queue    *list.List // l.fresh or l.idle while idle; nil while active
+	elem     *list.Element
+	since    time.Time // when it became idle
 }
 
+// Close closes the connection and gives its slots back.
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.l.mu.Lock()
+	c.l.releaseLocked(c)
+	c.l.mu.Unlock()
 	return err
 }
 

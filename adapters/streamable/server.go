@@ -21,6 +21,7 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultStopTimeout       = 5 * time.Second
+	DefaultSendBuffer        = 256 << 10 // bytes
 )
 
 // Errors of [Server.Start] and [Server.Stop]. The hosts re-export them under
@@ -55,7 +56,9 @@ type ServerOptions struct {
 	// 0). Start calls it once, with the lock held, before serving: it must
 	// not call the Server's methods.
 	Admit func(bound netip.AddrPort) http.Handler
-	// Conns caps the open connections (see [LimitListener]).
+	// Conns caps the open connections (see [LimitListener]); the server
+	// reports its connections' states to the listener, so idle ones make
+	// room for newcomers.
 	Conns ConnLimits
 	// MaxHeaderBytes bounds a request's line and headers, in bytes as
 	// sent; default 16 KiB. A request over it gets 431, empty, with
@@ -76,6 +79,15 @@ type ServerOptions struct {
 	IdleTimeout time.Duration
 	// StopTimeout bounds [Server.Stop]; default 5 s (docs/SPEC.md §3 "Ending").
 	StopTimeout time.Duration
+	// SendBuffer is the kernel send buffer (SO_SNDBUF) of each accepted
+	// connection, in bytes; default 256 KiB. It bounds the kernel memory a
+	// client that stops reading can hold, and it is what lets the framing's
+	// WriteStallTimeout tell a slow reader from a stalled one: a blocked
+	// write resumes once about a third of the buffer has drained, so with
+	// the kernel's own autotuned buffer (up to 4 MiB on Linux) a reader
+	// would have to take over a MiB within the timeout to count as
+	// progressing (docs/SPEC.md §5.2).
+	SendBuffer int
 	// Logger receives operational records (never requests' contents); nil
 	// means the engine's. net/http's own error log goes to it at debug
 	// level.
@@ -125,8 +137,8 @@ type Server struct {
 }
 
 // NewServer returns a Server for opts; it binds nothing. It fails when
-// Engine, Listen or Admit is nil, Conns.Total is less than 1 or a duration
-// is negative.
+// Engine, Listen or Admit is nil, Conns is refused by [LimitListener] (an
+// error wrapping [ErrConnLimits]) or a duration is negative.
 func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Name == "" {
 		opts.Name = "streamable"
@@ -134,15 +146,16 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	switch {
 	case opts.Engine == nil || opts.Listen == nil || opts.Admit == nil:
 		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
-	case opts.Conns.Total < 1:
-		return nil, errors.New(opts.Name + ": ServerOptions.Conns.Total must be at least 1")
-	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0:
+	case opts.Conns.check() != nil:
+		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.check())
+	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0 || opts.SendBuffer < 0:
 		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
 	orDefault(&opts.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	orDefault(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	orDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	orDefault(&opts.StopTimeout, DefaultStopTimeout)
+	orDefault(&opts.SendBuffer, DefaultSendBuffer)
 	logger := opts.Logger
 	if logger == nil {
 		logger = opts.Engine.Logger()
@@ -242,6 +255,11 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
+	limited, err := LimitListener(sendBufferListener{ln, s.opts.SendBuffer}, s.opts.Conns)
+	if err != nil { // NewServer checked the limits
+		_ = ln.Close()
+		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
+	}
 	bound := addrPort(ln.Addr())
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -252,7 +270,8 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
-		ConnState: func(_ net.Conn, st http.ConnState) {
+		ConnState: func(c net.Conn, st http.ConnState) {
+			limited.ConnState(c, st)
 			switch st {
 			case http.StateNew:
 				s.conns.Add(1)
@@ -263,8 +282,23 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
 	s.srv, s.state = srv, started
-	go s.serve(srv, LimitListener(ln, s.opts.Conns))
+	go s.serve(srv, limited)
 	return bound, nil
+}
+
+// sendBufferListener sets the send buffer of every TCP connection it
+// accepts (ServerOptions.SendBuffer).
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size) // best effort: the kernel may clamp it
+	}
+	return c, err
 }
 
 func addrPort(a net.Addr) netip.AddrPort {

@@ -13,7 +13,7 @@
 //	Content-Type not application/json        415, JSON-RPC -32600 without id
 //	Accept lacks application/json or
 //	  text/event-stream                      406, JSON-RPC -32600 without id
-//	in-flight limit reached                  503, empty
+//	in-flight limit (or principal's share)   503, empty
 //	body over the limit (declared)           413, empty
 //	body over the limit (streamed, chunked)  413, empty          (while reading)
 //	body stalls past BodyReadTimeout         408, empty          (while reading)
@@ -76,7 +76,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxInFlight bounds the requests being read or served at once; default
 	// 16. One more gets 503 without its body being read. Each element of a
-	// 2025-03-26 batch counts as one request (see [Handler.ServeHTTP]).
+	// 2025-03-26 batch counts as one request, and one named principal holds
+	// at most half of them (see [Handler.ServeMCP]).
 	MaxInFlight int
 	// MaxBatch bounds the elements of a 2025-03-26 batch; default 16.
 	MaxBatch int
@@ -93,10 +94,14 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// WriteStallTimeout ends a response whose write makes no progress for
 	// this long (a client that stopped reading): its connection is closed
-	// and its in-flight slots freed. Each chunk of a response renews it, so
-	// a slow but steady reader is never cut off, and there is no bound on
-	// how long a call may take before its answer starts. Default 30 s
-	// (docs/SPEC.md §5.2).
+	// and its in-flight slots freed. Each 64 KiB of a response renews it,
+	// so a slow but steady reader is never cut off, and there is no bound
+	// on how long a call may take before its answer starts. Default 30 s
+	// (docs/SPEC.md §5.2). Progress is what the kernel reports: a blocked
+	// write resumes once about a third of the connection's send buffer has
+	// drained, so a server that leaves the buffer to the kernel's
+	// autotuning (up to 4 MiB on Linux) asks more of a slow reader; the
+	// hosts' [Server] bounds it ([ServerOptions].SendBuffer).
 	WriteStallTimeout time.Duration
 	// UnreadBodyGrace bounds how long a connection whose request body was
 	// not read (a refusal) goes on reading it after the response has gone
@@ -114,7 +119,7 @@ type Handler struct {
 	eng             *engine.Engine
 	maxBody         int64
 	maxBatch        int
-	share           int // the most slots one request (a batch) may hold
+	share           int // the most slots one request (a batch), or one principal, may hold
 	sseAfter        time.Duration
 	keepAlive       time.Duration
 	bodyReadTimeout time.Duration
@@ -126,6 +131,10 @@ type Handler struct {
 	// before its body is read until its answer is written and its calls
 	// have returned.
 	slots chan struct{}
+	// byPrincipal counts the slots each named principal holds (the zero
+	// principal, the loopback host's one client, is not counted).
+	mu          sync.Mutex
+	byPrincipal map[ports.Principal]int
 }
 
 // PrincipalHandler is what an admission that knows who is calling hands
@@ -174,6 +183,7 @@ func NewHandler(eng *engine.Engine, opts Options) (*Handler, error) {
 		unreadBodyGrace: opts.UnreadBodyGrace,
 		logger:          logger,
 		slots:           make(chan struct{}, opts.MaxInFlight),
+		byPrincipal:     make(map[ports.Principal]int),
 	}, nil
 }
 
@@ -198,6 +208,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (docs/SPEC.md §5.2); its elements run that many at a time. The first slot
 // is taken before the body is read, the others once the engine has read
 // the batch; when they are not free the batch gets 503 then.
+//
+// A named principal (any but the zero Principal) holds at most half of
+// MaxInFlight slots too, its batches' included: beyond that its requests
+// get 503 before their bodies are read, so one client — sending slow
+// bodies, say — cannot hold every slot (docs/SPEC.md §5.3). The zero
+// Principal (the loopback host's, whose token holders are one user) is
+// bounded by MaxInFlight alone.
 func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Principal) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -212,12 +229,12 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuseRPC(w, r, http.StatusNotAcceptable, "Invalid Request: Accept must list application/json and text/event-stream")
 		return
 	}
-	if !h.acquire(1) {
+	if !h.acquire(1, p) {
 		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached")
 		return
 	}
 	held := 1
-	defer func() { h.release(held) }()
+	defer func() { h.release(held, p) }()
 	if r.ContentLength > h.maxBody {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
@@ -229,7 +246,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 	}
 	admitBatch := func(n int) int {
 		run := min(n, h.share)
-		if run > 1 && !h.acquire(run-1) {
+		if run > 1 && !h.acquire(run-1, p) {
 			return 0
 		}
 		held = max(held, run)
@@ -238,23 +255,47 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 	h.exchange(w, r, rc, body, p, admitBatch)
 }
 
-// acquire takes n in-flight slots at once, or none.
-func (h *Handler) acquire(n int) bool {
+// acquire takes n in-flight slots at once for p, or none: none when they
+// are not free, or when a named principal would hold more than its share.
+func (h *Handler) acquire(n int, p ports.Principal) bool {
+	if p != (ports.Principal{}) {
+		h.mu.Lock()
+		if h.byPrincipal[p]+n > h.share {
+			h.mu.Unlock()
+			return false
+		}
+		h.byPrincipal[p] += n
+		h.mu.Unlock()
+	}
 	for i := range n {
 		select {
 		case h.slots <- struct{}{}:
 		default:
-			h.release(i)
+			h.release(i, ports.Principal{})
+			h.unshare(n, p)
 			return false
 		}
 	}
 	return true
 }
 
-func (h *Handler) release(n int) {
+func (h *Handler) release(n int, p ports.Principal) {
 	for range n {
 		<-h.slots
 	}
+	h.unshare(n, p)
+}
+
+// unshare gives back n of p's share.
+func (h *Handler) unshare(n int, p ports.Principal) {
+	if p == (ports.Principal{}) || n == 0 {
+		return
+	}
+	h.mu.Lock()
+	if h.byPrincipal[p] -= n; h.byPrincipal[p] <= 0 {
+		delete(h.byPrincipal, p)
+	}
+	h.mu.Unlock()
 }
 
 // readBody reads the whole body within MaxBodyBytes and BodyReadTimeout. On

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hostile
+
+func setRecvBuf(uintptr, int) error { return nil }
