@@ -3,13 +3,9 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,14 +16,13 @@ import (
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
-
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
 	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/load"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -37,57 +32,35 @@ const (
 	remoteScope     = "mcp:tools"
 )
 
-// testIssuer is an authorization server over TLS (httptest) publishing one
-// RS256 key through RFC 8414 metadata, and minting access tokens with it.
-type testIssuer struct {
-	srv *httptest.Server
-	key *rsa.PrivateKey
-}
+// testIssuer is internal/load's authorization server over TLS (httptest),
+// publishing one RS256 key through RFC 8414 metadata, minting access
+// tokens with this file's default claims.
+type testIssuer struct{ *load.Issuer }
 
 func newTestIssuer(t *testing.T) *testIssuer {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	iss, err := load.NewIssuer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss := &testIssuer{key: key}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": iss.srv.URL, "jwks_uri": iss.srv.URL + "/jwks"})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-			{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"},
-		}})
-	})
-	iss.srv = httptest.NewTLSServer(mux)
-	t.Cleanup(iss.srv.Close)
-	return iss
+	t.Cleanup(iss.Close)
+	return &testIssuer{iss}
 }
 
 // token mints an access token; change edits the default claims (sub alice,
-// client cli, aud the public URL, the scope, valid for an hour).
-func (iss *testIssuer) token(t *testing.T, key *rsa.PrivateKey, change func(map[string]any)) string {
+// client cli, aud the public URL, the scope, valid for an hour); forged
+// signs it with a key the issuer never published.
+func (iss *testIssuer) token(t *testing.T, forged bool, change func(map[string]any)) string {
 	t.Helper()
-	if key == nil {
-		key = iss.key
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	claims := map[string]any{
-		"iss": iss.srv.URL, "aud": remotePublicURL, "sub": "alice", "client_id": "cli",
+		"iss": iss.URL(), "aud": remotePublicURL, "sub": "alice", "client_id": "cli",
 		"scope": remoteScope + " other", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
 	}
 	if change != nil {
 		change(claims)
 	}
-	tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+	tok, err := iss.Sign(claims, forged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,18 +97,7 @@ func remoteAccess(issuer string) app.RemoteAccess {
 // test ends (after the host's Stop: cleanups run last-registered first).
 func newEngine(t testing.TB) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(fake.New(), engine.Options{Name: "t", Version: "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return eng
+	return enginetest.New(t, fake.New(), engine.Options{Name: "t", Version: "1"}, 5*time.Second)
 }
 
 func TestNewRemoteChecks(t *testing.T) {
@@ -178,8 +140,8 @@ func (fakeRemoteVerifier) Describe() ports.VerifierDescription          { return
 func TestRemoteWithRealVerifier(t *testing.T) {
 	iss := newTestIssuer(t)
 	audit := &recordingAudit{}
-	access := remoteAccess(iss.srv.URL)
-	access.HTTPClient = iss.srv.Client()
+	access := remoteAccess(iss.URL())
+	access.HTTPClient = iss.Client()
 	host, err := app.NewRemote(newEngine(t), remoteOptions(audit), access)
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +155,6 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 		defer cancel()
 		_ = host.Stop(ctx)
 	})
-	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
 	post := func(token string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr.String()+"/team/agent/mcp",
@@ -223,15 +181,15 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 		challenge string
 		refusal   ports.RefusalReason
 	}{
-		{"valid", iss.token(t, nil, nil), 200, "", ""},
+		{"valid", iss.token(t, false, nil), 200, "", ""},
 		{"no token", "", 401, `Bearer resource_metadata="` + remoteMetadata + `"`, ports.RefusalMissingToken},
 		{"a loopback host's token", strings.Repeat("0123456789abcdef", 4), 401, invalid, ports.RefusalMalformed},
-		{"another audience", iss.token(t, nil, func(c map[string]any) { c["aud"] = "https://other.example.test/mcp" }), 401, invalid, ports.RefusalWrongAudience},
-		{"expired", iss.token(t, nil, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), 401, invalid, ports.RefusalExpired},
-		{"without the scope", iss.token(t, nil, func(c map[string]any) { c["scope"] = "other" }), 403,
+		{"another audience", iss.token(t, false, func(c map[string]any) { c["aud"] = "https://other.example.test/mcp" }), 401, invalid, ports.RefusalWrongAudience},
+		{"expired", iss.token(t, false, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), 401, invalid, ports.RefusalExpired},
+		{"without the scope", iss.token(t, false, func(c map[string]any) { c["scope"] = "other" }), 403,
 			`Bearer error="insufficient_scope", scope="mcp:tools", resource_metadata="` + remoteMetadata + `"`, ports.RefusalMissingScope},
-		{"another subject", iss.token(t, nil, func(c map[string]any) { c["sub"] = "mallory" }), 403, "", ports.RefusalPrincipalNotAllowed},
-		{"signed by another key", iss.token(t, otherKey, nil), 401, invalid, ports.RefusalBadSignature},
+		{"another subject", iss.token(t, false, func(c map[string]any) { c["sub"] = "mallory" }), 403, "", ports.RefusalPrincipalNotAllowed},
+		{"signed by another key", iss.token(t, true, nil), 401, invalid, ports.RefusalBadSignature},
 	}
 	for _, tt := range tests {
 		resp, body := post(tt.token)

@@ -18,7 +18,7 @@ import (
 // access token on every request, the public Host.
 func TestTranscriptsRemote(t *testing.T) {
 	iss := newTestIssuer(t)
-	c := remoteCarrier{iss: iss, token: iss.token(t, nil, nil)}
+	c := remoteCarrier{iss: iss, token: iss.token(t, false, nil)}
 	files, err := transcript.Load("../testdata/transcripts")
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func (c remoteCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Con
 	if err != nil {
 		return nil, err
 	}
-	access := remoteAccess(c.iss.srv.URL)
-	access.HTTPClient = c.iss.srv.Client()
+	access := remoteAccess(c.iss.URL())
+	access.HTTPClient = c.iss.Client()
 	host, err := app.NewRemote(eng, remoteOptions(nil), access)
 	if err != nil {
 		return nil, err

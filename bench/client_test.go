@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -178,16 +177,9 @@ func (c *httpClient) call(id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %d: %.200s", resp.StatusCode, c.resp.Bytes())
-	}
-	msg := c.resp.Bytes()
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data, ok := wire.SSEData(msg)
-		if !ok {
-			return "", fmt.Errorf("event stream without an answer: %.200s", msg)
-		}
-		msg = data
+	msg, err := wire.HTTPAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), c.resp.Bytes())
+	if err != nil {
+		return "", err
 	}
 	text, err := wire.CallText(msg, id)
 	if errors.Is(err, wire.ErrNotResponse) {

@@ -32,8 +32,7 @@ func TestGoSDKAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	ws := newWorkspace(t)
-	stderr := &lockedBuffer{}
-	logStderrOnFailure(t, stderr)
+	stderr := serverStderr(t)
 	ep := newChatEndpoint(t)
 	c := newGoSDKCarrier(ctx, t, "http", ws, stderr, "--ask-client", "--model", "scripted", "--model-url", ep.url)
 

@@ -52,8 +52,7 @@ func testGoSDKAsk(t *testing.T, carrier string, sc askScenario, ask bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	ws := newWorkspace(t)
-	stderr := &lockedBuffer{}
-	logStderrOnFailure(t, stderr)
+	stderr := serverStderr(t)
 	var flags []string
 	if ask {
 		flags = append(flags, "--ask-client")

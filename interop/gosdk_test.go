@@ -57,8 +57,7 @@ func testGoSDKClient(t *testing.T, carrier, version string) {
 	defer cancel()
 
 	ws := newWorkspace(t)
-	stderr := &lockedBuffer{}
-	logStderrOnFailure(t, stderr)
+	stderr := serverStderr(t)
 	c := newGoSDKCarrier(ctx, t, carrier, ws, stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-go-sdk", Version: "v1.8.0"}, nil)
 	cs := c.connect(ctx, t, client, version)

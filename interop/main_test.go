@@ -158,6 +158,14 @@ func serverCommand(ctx context.Context, ws workspace, extra ...string) *exec.Cmd
 	return cmd
 }
 
+// serverStderr is a buffer for a server's stderr, logged if t fails.
+func serverStderr(t *testing.T) *lockedBuffer {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	logStderrOnFailure(t, stderr)
+	return stderr
+}
+
 // logStderrOnFailure logs what the server wrote to stderr when t fails.
 func logStderrOnFailure(t *testing.T, stderr *lockedBuffer) {
 	t.Helper()

@@ -128,8 +128,7 @@ func TestStdoutCarriesOnlyMCP(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 			defer cancel()
 			ws := newWorkspace(t)
-			stderr := &lockedBuffer{}
-			logStderrOnFailure(t, stderr)
+			stderr := serverStderr(t)
 
 			cmd := serverCommand(ctx, ws)
 			cmd.Stderr = stderr
@@ -216,8 +215,7 @@ func TestPipedInputThenEOF(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 			defer cancel()
 			ws := newWorkspace(t)
-			stderr := &lockedBuffer{}
-			logStderrOnFailure(t, stderr)
+			stderr := serverStderr(t)
 
 			var stdout bytes.Buffer
 			cmd := serverCommand(ctx, ws)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 	ws := newWorkspace(t)
 	ep := newChatEndpoint(t)
 
-	scenario, err := json.Marshal(map[string]any{
+	cmd, reportPath := tsScenarioCmd(ctx, t, node, "agent.mjs", map[string]any{
 		"command": binPath,
 		"args":    []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url},
 		"calls": []map[string]any{
@@ -44,17 +43,6 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 			{"prompt": "after"},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	scenarioPath, reportPath := filepath.Join(dir, "scenario.json"), filepath.Join(dir, "report.json")
-	if err := os.WriteFile(scenarioPath, scenario, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	cmd := exec.CommandContext(ctx, node, "agent.mjs", scenarioPath, reportPath)
-	cmd.Dir = "ts"
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	stdin, err := cmd.StdinPipe()
@@ -89,10 +77,6 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 	checkNoDataRace(t, out.Bytes())
 	waitFor(t, sawCancel, "the model endpoint to see the aborted turn's request cancelled")
 
-	data, err := os.ReadFile(reportPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var report struct {
 		Calls []struct {
 			Result *struct {
@@ -112,9 +96,7 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 		} `json:"wire"`
 		TransportErrors []string `json:"transportErrors"`
 	}
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	readTSReport(t, reportPath, &report)
 	if len(report.Calls) != 3 || len(report.TransportErrors) > 0 {
 		t.Fatalf("report: %d calls, transport errors %q", len(report.Calls), report.TransportErrors)
 	}

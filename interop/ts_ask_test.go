@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -67,20 +64,9 @@ func testTSElicitation(t *testing.T, node string, sc askScenario, ask bool) {
 	for _, c := range sc.calls {
 		calls = append(calls, tsCall{Arguments: c.arguments(), Answers: append([]promptAnswer{}, c.answers...)})
 	}
-	scenario, err := json.Marshal(map[string]any{
+	cmd, reportPath := tsScenarioCmd(ctx, t, node, "elicit.mjs", map[string]any{
 		"command": binPath, "args": args, "root": ws.root, "paths": sc.paths(ws), "calls": calls,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	scenarioPath, reportPath := filepath.Join(dir, "scenario.json"), filepath.Join(dir, "report.json")
-	if err := os.WriteFile(scenarioPath, scenario, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	cmd := exec.CommandContext(ctx, node, "elicit.mjs", scenarioPath, reportPath)
-	cmd.Dir = "ts"
 	out, err := cmd.CombinedOutput()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -91,14 +77,8 @@ func testTSElicitation(t *testing.T, node string, sc askScenario, ask bool) {
 		t.Fatalf("TypeScript SDK client: %v", err)
 	}
 	checkNoDataRace(t, out)
-	data, err := os.ReadFile(reportPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var report tsReport
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	readTSReport(t, reportPath, &report)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("wire, client to server:\n%s", joinRaw(report.Wire.Sent))

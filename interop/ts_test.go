@@ -93,3 +93,34 @@ func tsNode(t *testing.T) string {
 	}
 	return node
 }
+
+// tsScenarioCmd writes scenario, as JSON, where the ts/ script (agent.mjs,
+// elicit.mjs) reads it, and returns the command that runs the script with
+// node under ctx, and the path of the report it writes.
+func tsScenarioCmd(ctx context.Context, t *testing.T, node, script string, scenario any) (*exec.Cmd, string) {
+	t.Helper()
+	data, err := json.Marshal(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scenarioPath, reportPath := filepath.Join(dir, "scenario.json"), filepath.Join(dir, "report.json")
+	if err := os.WriteFile(scenarioPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, node, script, scenarioPath, reportPath)
+	cmd.Dir = "ts"
+	return cmd, reportPath
+}
+
+// readTSReport decodes the report a ts/ script wrote at path into report.
+func readTSReport(t *testing.T, path string, report any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, report); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+}

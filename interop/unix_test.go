@@ -25,8 +25,7 @@ func TestGoSDKOverUnixSocket(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 			defer cancel()
 			ws := newWorkspace(t)
-			stderr := &lockedBuffer{}
-			logStderrOnFailure(t, stderr)
+			stderr := serverStderr(t)
 			dir, err := os.MkdirTemp("", "mcp")
 			if err != nil {
 				t.Fatal(err)

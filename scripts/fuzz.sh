@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the root module in turn with go test -fuzz, each
 # for FUZZTIME (default 1000000x: a million executions; or a duration such
-# as 5m), and prints each target's last progress line. CI does not run it:
-# go test runs every target's seed corpus as an ordinary test.
+# as 5m), and prints each target's last progress line. scripts/test.sh (so
+# CI) runs it with FUZZTIME=3s per target; go test alone runs every
+# target's seed corpus as an ordinary test.
 #
 # -fuzzminimizetime is bounded (FUZZMINIMIZE, default 5s) because the
 # fuzzing engine minimizes every input that finds new coverage, a worker
@@ -20,7 +21,7 @@ minimize="${FUZZMINIMIZE:-5s}"
 filter="${1:-.}"
 cd "$repo"
 # Every "func FuzzX(" in a _test.go file, with its package directory.
-grep -rl --include='*_test.go' '^func Fuzz' adapters internal app 2>/dev/null | sort | while read -r file; do
+grep -rl --include='*_test.go' '^func Fuzz' adapters app domain internal 2>/dev/null | sort | while read -r file; do
 	dir="./$(dirname "$file")"
 	grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
 		[[ "$target" =~ $filter ]] || continue

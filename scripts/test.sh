@@ -57,6 +57,11 @@ fi
 step "go test -race ./... (root module)"
 (cd "$repo" && go test -race "$@" ./...)
 
+step "every fuzz target, briefly (scripts/fuzz.sh with FUZZTIME=${FUZZTIME:-3s})"
+# The seeds already ran as tests above; this explores a little past them on
+# every run. A local campaign is FUZZTIME=1000000x bash scripts/fuzz.sh.
+FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZE="${FUZZMINIMIZE:-1s}" bash "$repo/scripts/fuzz.sh"
+
 step "go test -race -count=1 ./... (interop module)"
 # -count=1: these tests build and run the root module's binary, which go
 # test's result cache cannot see, so a cached pass could hide a change.

@@ -61,13 +61,7 @@ const workspaceProgressFiles = 150
 func TestTurnWithoutTools(t *testing.T) {
 	r := newRig(t, rigOptions{script: []chatscript.Reply{text("Hello there, ünïcödé ✓.")}})
 	c := newCaller()
-	if got := r.turn(t, "Say hello.", c); got != "Hello there, ünïcödé ✓." {
-		t.Fatalf("response = %q", got)
-	}
-	reqs := r.srv.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("%d requests, want 1", len(reqs))
-	}
+	reqs := r.turnRequests(t, "Say hello.", c, "Hello there, ünïcödé ✓.", 1)
 	req := reqs[0]
 	if req.Model != "scripted-model" || !req.Stream {
 		t.Errorf("model %q stream %v, want scripted-model streamed", req.Model, req.Stream)
@@ -121,13 +115,7 @@ func TestTurnListsReadsSearches(t *testing.T) {
 		},
 	})
 	c := newCaller()
-	if got := r.turn(t, "Where is the needle?", c); got != "a.txt holds the needle." {
-		t.Fatalf("response = %q", got)
-	}
-	reqs := r.srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
-	}
+	reqs := r.turnRequests(t, "Where is the needle?", c, "a.txt holds the needle.", 3)
 	if got := roles(reqs[1]); got != "system user assistant tool tool" {
 		t.Fatalf("second request roles = %s", got)
 	}
@@ -291,13 +279,7 @@ func TestMalformedToolCalls(t *testing.T) {
 		{NoChoices: true},
 		text("recovered"),
 	}})
-	if got := r.turn(t, "misbehave", nil); got != "recovered" {
-		t.Fatalf("response = %q", got)
-	}
-	reqs := r.srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
-	}
+	reqs := r.turnRequests(t, "misbehave", nil, "recovered", 3)
 	tm := toolMessages(reqs[1])
 	if len(tm) != 7 {
 		t.Fatalf("%d tool messages, want 7: %s", len(tm), roles(reqs[1]))

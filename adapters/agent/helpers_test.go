@@ -16,6 +16,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/ports/porttest"
 )
@@ -154,6 +155,20 @@ func (r *rig) turn(t *testing.T, prompt string, c *caller) string {
 	return got.res.Response
 }
 
+// turnRequests runs one turn, checks it answered want, and returns the
+// requests the model endpoint got, which must be n.
+func (r *rig) turnRequests(t *testing.T, prompt string, c *caller, want string, n int) []*chatscript.Request {
+	t.Helper()
+	if got := r.turn(t, prompt, c); got != want {
+		t.Fatalf("response = %q", got)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != n {
+		t.Fatalf("%d requests, want %d", len(reqs), n)
+	}
+	return reqs
+}
+
 // failTurn runs one turn that must fail inside the turn (not be refused)
 // and returns its client-visible message.
 func (r *rig) failTurn(t *testing.T, prompt string) string {
@@ -168,17 +183,10 @@ func (r *rig) failTurn(t *testing.T, prompt string) string {
 	return clientMessage(got.err)
 }
 
+// await receives from ch within patience.
 func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	timer := time.NewTimer(patience)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("gave up after %v waiting for %s", patience, what)
-		panic("unreachable")
-	}
+	return waitfor.Value(t, ch, patience, what)
 }
 
 // caller is a porttest.Recorder that also keeps each progress message.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -131,7 +130,7 @@ func writtenIDs(b []byte) []json.RawMessage {
 // fuzzSeeds are the client lines of every transcript, one seed each, plus
 // the whole client section of each transcript as one multi-line seed.
 func fuzzSeeds(f *testing.F) [][]byte {
-	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "transcripts", "*.txt"))
+	sections, err := transcript.ClientSections(filepath.Join("..", "..", "testdata", "transcripts"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -140,22 +139,11 @@ func fuzzSeeds(f *testing.F) [][]byte {
 			`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}]`),
 		[]byte(`{"jsonrpc":"2.0","id":"<&>","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"<p>"}}}`),
 	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		_, rest, _ := strings.Cut(string(data), "-- client --\n")
-		client, _, _ := strings.Cut(rest, "-- server --\n")
-		var all []string
-		for line := range strings.SplitSeq(client, "\n") {
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
+	for _, lines := range sections {
+		for _, line := range lines {
 			seeds = append(seeds, []byte(line))
-			all = append(all, line)
 		}
-		seeds = append(seeds, []byte(strings.Join(all, "\n")))
+		seeds = append(seeds, []byte(strings.Join(lines, "\n")))
 	}
 	return seeds
 }

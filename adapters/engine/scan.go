@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -251,14 +252,15 @@ func unquote(lit []byte) string {
 	case "inputResponses":
 		return "inputResponses"
 	}
-	for _, c := range body {
-		if c == '\\' {
-			var s string
-			_ = json.Unmarshal(lit, &s)
-			return s
-		}
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
-	return string(body)
+	// Escapes, or bytes that are not UTF-8: decoded as encoding/json
+	// decodes them (each invalid byte becomes U+FFFD), so a name means here
+	// what it means to the session that decodes the same text.
+	var s string
+	_ = json.Unmarshal(lit, &s)
+	return s
 }
 
 // isString reports whether raw is a JSON string.

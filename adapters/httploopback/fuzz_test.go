@@ -1,45 +1,16 @@
 package httploopback_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/adapters/streamable"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/fuzzhttp"
-	"github.com/agentmcp/agentmcp/ports"
 )
-
-// quickSession is the fake session with every call bounded: slow calls and
-// submissions return at once and progress is capped, so a fuzzed request
-// exercises admission and framing, not the fake's blocking.
-type quickSession struct{ *fake.Session }
-
-func (s quickSession) InvokeTool(ctx context.Context, name string, args json.RawMessage, c ports.Caller) (domain.Envelope, error) {
-	switch name {
-	case "slow":
-		return domain.Envelope{Success: true, ToolName: name}, nil
-	case "progress":
-		args = json.RawMessage(`{"n":3}`)
-	}
-	return s.Session.InvokeTool(ctx, name, args, c)
-}
-
-func (s quickSession) Submit(ctx context.Context, prompt string, c ports.Caller) (ports.TurnResult, error) {
-	if prompt == "slow" {
-		prompt = "quick"
-	}
-	return s.Session.Submit(ctx, prompt, c)
-}
 
 const fuzzToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -51,17 +22,8 @@ const fuzzToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 // without the exact Host, Origin and bearer token may reach the session.
 func FuzzLoopbackHTTP(f *testing.F) {
 	bound := netip.MustParseAddrPort("127.0.0.1:8123")
-	s := &countingSession{quickSession: quickSession{fake.New()}}
-	eng, err := engine.New(s, engine.Options{AskClient: true})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = eng.Shutdown(context.Background()) })
-	framing, err := streamable.NewHandler(eng, streamable.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	h := httploopback.Admission(bound, fuzzToken, nil)(framing)
+	s := fake.NewQuick(3)
+	h := httploopback.Admission(bound, fuzzToken, nil)(fuzzhttp.Framing(f, s))
 	for _, seed := range loopbackSeeds(bound.String()) {
 		f.Add([]byte(seed))
 	}
@@ -71,7 +33,7 @@ func FuzzLoopbackHTTP(f *testing.F) {
 			return
 		}
 		admitted := mayAdmit(r, bound.String())
-		before := s.calls()
+		before := s.Calls()
 		rec := fuzzhttp.Serve(h, r)
 		if err := fuzzhttp.Check(rec); err != nil {
 			t.Fatalf("%v\nrequest: %q", err, data)
@@ -79,7 +41,7 @@ func FuzzLoopbackHTTP(f *testing.F) {
 		if !admitted && (rec.Code != 401 && rec.Code != 403) {
 			t.Fatalf("a request without the Host, Origin and token was answered %d\nrequest: %q", rec.Code, data)
 		}
-		if !admitted && s.calls() != before {
+		if !admitted && s.Calls() != before {
 			t.Fatalf("a request that was not admitted reached the session\nrequest: %q", data)
 		}
 	})
@@ -102,24 +64,6 @@ func mayAdmit(r *http.Request, hostport string) bool {
 		strings.ContainsAny(a[len(scheme):len(scheme)+1], " \t") &&
 		strings.TrimLeft(a[len(scheme):], " \t") == fuzzToken
 }
-
-// countingSession counts the calls that reach it.
-type countingSession struct {
-	quickSession
-	n atomic.Int64
-}
-
-func (c *countingSession) InvokeTool(ctx context.Context, name string, args json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
-	c.n.Add(1)
-	return c.quickSession.InvokeTool(ctx, name, args, caller)
-}
-
-func (c *countingSession) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
-	c.n.Add(1)
-	return c.quickSession.Submit(ctx, prompt, caller)
-}
-
-func (c *countingSession) calls() int64 { return c.n.Load() }
 
 // loopbackSeeds are admitted and refused requests of every kind the host
 // serves.

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
@@ -30,22 +31,11 @@ const (
 	guard = 5 * time.Second
 )
 
-// newEngine builds the engine for s, shut down when the test ends (after
-// the host's Stop: cleanups run last-registered first).
+// newEngine builds the engine for s, shut down within guard when the test
+// ends (after the host's Stop: cleanups run last-registered first).
 func newEngine(t testing.TB, s ports.Session, opts engine.Options) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), guard)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return eng
+	return enginetest.New(t, s, opts, guard)
 }
 
 // env is one started host and a client for it.
@@ -60,7 +50,14 @@ type env struct {
 func start(t *testing.T, session ports.Session, l httploopback.Limits) *env {
 	t.Helper()
 	leakcheck.Check(t) // first: its cleanup runs after Stop and Shutdown
-	h, err := httploopback.NewWithLimits(newEngine(t, session, engine.Options{Name: "t", Version: "1"}), httploopback.Options{}, l)
+	return startEngine(t, session, engine.Options{Name: "t", Version: "1"}, l)
+}
+
+// startEngine is start with the engine's options, and without the leak
+// check (a test that wants one makes it first).
+func startEngine(t *testing.T, session ports.Session, opts engine.Options, l httploopback.Limits) *env {
+	t.Helper()
+	h, err := httploopback.NewWithLimits(newEngine(t, session, opts), httploopback.Options{}, l)
 	if err != nil {
 		t.Fatal(err)
 	}

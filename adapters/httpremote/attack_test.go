@@ -56,33 +56,9 @@ func TestIdleConnectionsDoNotLockOutTokenHolders(t *testing.T) {
 	e := start(t, config{})
 	churn := hostile.Churn(e.addr.String(), 20, addrs(0, 20)...)
 	defer churn.Stop()
-	select {
-	case <-churn.Established():
-	case <-time.After(guard):
-		t.Fatal("the idle connections were not established")
-	}
-	for i := range 5 {
-		tr := &http.Transport{DisableKeepAlives: true}
-		client := &http.Client{Transport: tr}
-		ctx, cancel := context.WithTimeout(t.Context(), 4*lockoutBound)
-		begin := time.Now()
-		resp, err := client.Do(e.request(ctx, "POST", e.res.path, ping, "Authorization", "Bearer "+validToken))
-		took := time.Since(begin)
-		if err != nil {
-			cancel()
-			t.Fatalf("request %d: %v after %v (%d idle connections closed so far)", i, err, took.Round(time.Millisecond), churn.Closed())
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		cancel()
-		if resp.StatusCode != 200 {
-			t.Fatalf("request %d: status %d", i, resp.StatusCode)
-		}
-		if took > lockoutBound {
-			t.Errorf("request %d took %v with idle connections churning, want ≤ %v", i, took.Round(time.Millisecond), lockoutBound)
-		}
-		t.Logf("request %d answered in %v; %d idle connections closed so far", i, took.Round(time.Millisecond), churn.Closed())
-	}
+	hostile.CheckNotLockedOut(t, churn, func(ctx context.Context) *http.Request {
+		return e.request(ctx, "POST", e.res.path, ping, "Authorization", "Bearer "+validToken)
+	}, lockoutBound, guard)
 }
 
 // TestAnAddressAtItsCapChurnsItsOwn: one address holding far more idle

@@ -1,49 +1,16 @@
 package httpremote_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
-	"github.com/agentmcp/agentmcp/adapters/streamable"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/fuzzhttp"
-	"github.com/agentmcp/agentmcp/ports"
 )
-
-// quickSession is the fake session with every call bounded and every call
-// counted, so a fuzzed request exercises admission and framing, and the
-// test can tell whether it reached the session.
-type quickSession struct {
-	*fake.Session
-	n atomic.Int64
-}
-
-func (s *quickSession) InvokeTool(ctx context.Context, name string, args json.RawMessage, c ports.Caller) (domain.Envelope, error) {
-	s.n.Add(1)
-	switch name {
-	case "slow":
-		return domain.Envelope{Success: true, ToolName: name}, nil
-	case "progress":
-		args = json.RawMessage(`{"n":3}`)
-	}
-	return s.Session.InvokeTool(ctx, name, args, c)
-}
-
-func (s *quickSession) Submit(ctx context.Context, prompt string, c ports.Caller) (ports.TurnResult, error) {
-	s.n.Add(1)
-	if prompt == "slow" {
-		prompt = "quick"
-	}
-	return s.Session.Submit(ctx, prompt, c)
-}
 
 // FuzzRemoteHTTP feeds arbitrary bytes, parsed as an HTTP request the way
 // the server would, through the remote host's composed handler (its
@@ -57,16 +24,8 @@ func (s *quickSession) Submit(ctx context.Context, prompt string, c ports.Caller
 func FuzzRemoteHTTP(f *testing.F) {
 	clock := newFakeClock()
 	v := newFakeVerifier(publicURL, clock)
-	s := &quickSession{Session: fake.New()}
-	eng, err := engine.New(s, engine.Options{AskClient: true})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = eng.Shutdown(context.Background()) })
-	framing, err := streamable.NewHandler(eng, streamable.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := fake.NewQuick(3)
+	framing := fuzzhttp.Framing(f, s)
 	door, err := httpremote.NewAdmissionWithClock(httpremote.Authorization{Verifier: v, TrustedProxies: []string{"127.0.0.1"}}, clock.Now)
 	if err != nil {
 		f.Fatal(err)
@@ -91,7 +50,7 @@ func FuzzRemoteHTTP(f *testing.F) {
 		}
 		host := strings.ToLower(r.Host)
 		mayAdmit := r.RequestURI == "/mcp" && (host == publicHost || host == publicHost+":443") && token == validToken
-		before := s.n.Load()
+		before := s.Calls()
 		rec := fuzzhttp.Serve(h, r)
 		if rec.Code == 200 && r.RequestURI == "/.well-known/oauth-protected-resource/mcp" {
 			// The protected-resource metadata, not JSON-RPC.
@@ -104,7 +63,7 @@ func FuzzRemoteHTTP(f *testing.F) {
 		if err := fuzzhttp.Check(rec); err != nil {
 			t.Fatalf("%v\nrequest: %q", err, data)
 		}
-		if !mayAdmit && s.n.Load() != before {
+		if !mayAdmit && s.Calls() != before {
 			t.Fatalf("a request without a valid token for the endpoint reached the session (status %d)\nrequest: %q", rec.Code, data)
 		}
 		if rec.Code == 401 && !strings.Contains(rec.Header().Get("WWW-Authenticate"), `resource_metadata="`+metadataURL+`"`) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
@@ -116,22 +117,11 @@ func (v *fakeVerifier) Calls() int {
 	return v.calls
 }
 
-// newEngine builds the engine for s, shut down when the test ends (after
-// the host's Stop: cleanups run last-registered first).
+// newEngine builds the engine for s, shut down within guard when the test
+// ends (after the host's Stop: cleanups run last-registered first).
 func newEngine(t testing.TB, s ports.Session, opts engine.Options) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), guard)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return eng
+	return enginetest.New(t, s, opts, guard)
 }
 
 // fakeClock is the throttle's and the cache's clock.

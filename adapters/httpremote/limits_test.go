@@ -139,9 +139,9 @@ func TestVerificationCap(t *testing.T) {
 	}
 }
 
-// openConn opens a keep-alive connection from local and completes one
-// request on it; the connection stays open.
-func openConn(t *testing.T, e *env, local netip.Addr) net.Conn {
+// dialFrom opens a connection from local (a 127.x.y.z address: another
+// client) to the host, closed at cleanup.
+func (e *env) dialFrom(t *testing.T, local netip.Addr) net.Conn {
 	t.Helper()
 	d := net.Dialer{Timeout: guard, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
 	c, err := d.Dial("tcp", e.addr.String())
@@ -149,6 +149,14 @@ func openConn(t *testing.T, e *env, local netip.Addr) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// openConn opens a keep-alive connection from local and completes one
+// request on it; the connection stays open.
+func openConn(t *testing.T, e *env, local netip.Addr) net.Conn {
+	t.Helper()
+	c := e.dialFrom(t, local)
 	_ = c.SetDeadline(time.Now().Add(guard))
 	head := "GET " + e.res.metadataPath + " HTTP/1.1\r\nHost: " + e.res.host + "\r\n\r\n"
 	if _, err := io.WriteString(c, head); err != nil {
@@ -174,16 +182,22 @@ func stillOpen(c net.Conn) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// closedCount is how many of conns the host has closed.
+func closedCount(conns []net.Conn) int {
+	closed := 0
+	for _, c := range conns {
+		if !stillOpen(c) {
+			closed++
+		}
+	}
+	return closed
+}
+
 // slowFrom starts a slow tools/call with a valid token on a new connection
 // from local; the connection stays active until the session releases it.
 func (e *env) slowFrom(t *testing.T, local netip.Addr, id int) net.Conn {
 	t.Helper()
-	d := net.Dialer{Timeout: guard, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-	c, err := d.Dial("tcp", e.addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := e.dialFrom(t, local)
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, id)
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n\r\n",
 		e.res.path, e.res.host, validToken, jsonSSE, len(body))
@@ -220,12 +234,7 @@ func TestPerClientConnections(t *testing.T) {
 	<-evicted
 	// One of the address's idle connections made room (the oldest as the
 	// server saw them go idle); the other address's was left alone.
-	closed := 0
-	for _, c := range idle {
-		if !stillOpen(c) {
-			closed++
-		}
-	}
+	closed := closedCount(idle)
 	if closed != 1 || !stillOpen(other) {
 		t.Errorf("%d of the address's connections closed (want 1); the other address's open: %v", closed, stillOpen(other))
 	}
@@ -279,11 +288,8 @@ func TestTotalConnections(t *testing.T) {
 	<-evicted
 	// One idle connection made room (the oldest as the server saw them go
 	// idle, which the client cannot order exactly).
-	closed := 0
+	closed := closedCount(conns)
 	for _, c := range conns {
-		if !stillOpen(c) {
-			closed++
-		}
 		c.Close()
 	}
 	if closed != 1 {

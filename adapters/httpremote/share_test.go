@@ -16,12 +16,7 @@ import (
 // request holds an in-flight slot until the body read timeout.
 func (e *env) slowBodyFrom(t *testing.T, local netip.Addr, token string) net.Conn {
 	t.Helper()
-	d := net.Dialer{Timeout: guard, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-	c, err := d.Dial("tcp", e.addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := e.dialFrom(t, local)
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: 100\r\n\r\n",
 		e.res.path, e.res.host, token, jsonSSE)
 	if _, err := io.WriteString(c, head); err != nil {

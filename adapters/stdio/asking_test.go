@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -12,13 +11,11 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 )
-
-// cancelBound is how soon a cancelled call's tool must see its context end.
-const cancelBound = 100 * time.Millisecond
 
 // askMeta is a 2026-07-28 request's _meta declaring form elicitation, so
 // its calls run under input-required rounds when asking is on.
@@ -43,17 +40,7 @@ func askingTransport(t *testing.T, s ports.Session) askPipes {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	eng, err := engine.New(s, engine.Options{AskClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
+	eng := enginetest.New(t, s, engine.Options{AskClient: true}, 10*time.Second)
 	tr, err := stdio.New(eng, stdio.Options{Stdin: inR, Stdout: outW})
 	if err != nil {
 		t.Fatal(err)
@@ -67,21 +54,22 @@ func askingTransport(t *testing.T, s ports.Session) askPipes {
 	return askPipes{&pipes{in: inW, out: sc, tr: tr}, outW}
 }
 
-// awaitCtxEnd waits for the held tool's context to end, at most
-// cancelBound after since (bounded by a generous timeout), and checks the
-// call was not ended as shutting down.
+// awaitCtxEnd waits for the held tool's context to end after
+// notifications/cancelled named its call, at most enginetest.CancelBound
+// after since, and checks the call was not ended as shutting down.
 func awaitCtxEnd(t *testing.T, s *fake.Held, since time.Time) {
 	t.Helper()
-	select {
-	case cause := <-s.CtxEnded():
-		if took := time.Since(since); took > cancelBound {
-			t.Errorf("the tool's context ended %v after notifications/cancelled, want ≤ %v", took.Round(time.Millisecond), cancelBound)
+	enginetest.AwaitCtxEnd(t, s, since, 5*time.Second, "notifications/cancelled")
+}
+
+// noneWritten fails t for each of lines that holds idField (`"id":7`): a
+// cancelled call's id must never be written.
+func noneWritten(t *testing.T, lines []string, idField, what string) {
+	t.Helper()
+	for _, l := range lines {
+		if strings.Contains(l, idField) {
+			t.Errorf("written for the cancelled %s: %s", what, l)
 		}
-		if errors.Is(cause, engine.ErrShuttingDown) {
-			t.Errorf("the call ended as shutting down (%v); its client cancelled it", cause)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the tool's context did not end after notifications/cancelled")
 	}
 }
 
@@ -132,11 +120,7 @@ func TestCancelledUnderAskingEndsTheCall(t *testing.T) {
 	if m := p.recv(t); m["id"] != 8.0 {
 		t.Fatalf("answer %v, want ping's (id 8)", m)
 	}
-	for _, l := range p.rest(t) {
-		if strings.Contains(l, `"id":7`) {
-			t.Errorf("written for the cancelled id: %s", l)
-		}
-	}
+	noneWritten(t, p.rest(t), `"id":7`, "id")
 }
 
 // TestCancelledParkedChainEndsTheCall: a call parked in a round (its prompt
@@ -160,11 +144,7 @@ func TestCancelledParkedChainEndsTheCall(t *testing.T) {
 	awaitCtxEnd(t, s, since)
 	s.Let()
 	<-s.Returned()
-	for _, l := range p.rest(t) {
-		if strings.Contains(l, `"id":9`) {
-			t.Errorf("written for the cancelled chain: %s", l)
-		}
-	}
+	noneWritten(t, p.rest(t), `"id":9`, "chain")
 }
 
 // TestCancelledCallCountsUntilItReturns: on a stream with one request in

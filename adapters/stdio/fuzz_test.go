@@ -3,10 +3,8 @@ package stdio_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,33 +12,9 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/stdio"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/transcript"
-	"github.com/agentmcp/agentmcp/ports"
 )
-
-// quickSession is the fake session with every call bounded: slow calls and
-// slow submissions return at once and progress is capped, so a fuzzed input
-// exercises framing, not the fake's blocking.
-type quickSession struct{ *fake.Session }
-
-func (s quickSession) InvokeTool(ctx context.Context, name string, args json.RawMessage, c ports.Caller) (domain.Envelope, error) {
-	switch name {
-	case "slow":
-		return domain.Envelope{Success: true, ToolName: name}, nil
-	case "progress":
-		args = json.RawMessage(`{"n":4}`)
-	}
-	return s.Session.InvokeTool(ctx, name, args, c)
-}
-
-func (s quickSession) Submit(ctx context.Context, prompt string, c ports.Caller) (ports.TurnResult, error) {
-	if prompt == "slow" {
-		prompt = "quick"
-	}
-	return s.Session.Submit(ctx, prompt, c)
-}
 
 // lineSink is the carrier's stdout: it records what is written and flags
 // any write after Wait returned.
@@ -81,7 +55,7 @@ func FuzzFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, maxLine uint16) {
 		inR, inW := io.Pipe()
 		out := &lineSink{}
-		tr, err := stdio.New(newEngine(t, quickSession{fake.New()}), stdio.Options{Stdin: inR, Stdout: out, MaxLineBytes: int(maxLine)})
+		tr, err := stdio.New(newEngine(t, fake.NewQuick(4)), stdio.Options{Stdin: inR, Stdout: out, MaxLineBytes: int(maxLine)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,23 +119,14 @@ func tail(b []byte) []byte {
 // framingSeeds: the client section of every transcript as one byte stream
 // (directives dropped), so the fuzzer starts from real exchanges.
 func framingSeeds(f *testing.F) [][]byte {
-	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "transcripts", "*.txt"))
+	sections, err := transcript.ClientSections(filepath.Join("..", "..", "testdata", "transcripts"))
 	if err != nil {
 		f.Fatal(err)
 	}
 	var seeds [][]byte
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		_, rest, _ := strings.Cut(string(data), "-- client --\n")
-		client, _, _ := strings.Cut(rest, "-- server --\n")
+	for _, lines := range sections {
 		var b strings.Builder
-		for line := range strings.SplitSeq(client, "\n") {
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
+		for _, line := range lines {
 			b.WriteString(line + "\n")
 		}
 		seeds = append(seeds, []byte(b.String()))

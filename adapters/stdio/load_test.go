@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
@@ -144,71 +142,29 @@ func TestLoad(t *testing.T) {
 			}
 			return load.OK, ""
 		}
-		meta := ""
-		if seq%2 == 1 {
-			meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-		}
-		b, err := m.call(ctx, id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}%s}}`, id, text, meta))
+		b, err := m.call(ctx, id, load.EchoCall(seq, text, seq%2 == 1))
 		if err != nil {
 			return load.Wrong, err.Error()
 		}
 		if strings.Contains(string(b), "server is busy") {
 			return load.Refused, "server is busy"
 		}
-		return judgeEcho(b, seq, text)
+		return load.JudgeEcho(b, seq, text)
 	}
 	// 10⁵ calls; a tenth under the race detector, which slows each several
 	// times, so the suite stays quick.
 	total := load.Requests(100_000, 10_000)
-	rep := load.Scenario{Name: "stdio", Clients: 64, Total: total, Call: call, Misbehave: misbehave, Idle: func() {}}.Run(t)
+	rep := load.Scenario{Name: "stdio", Clients: load.Clients, Total: total, Call: call, Misbehave: misbehave, Idle: func() {}}.Run(t)
 	inW.Close()
 	if err := tr.Wait(); err != nil {
 		t.Errorf("Wait: %v", err)
 	}
 	outW.Close()
 	<-readDone
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := eng.Shutdown(ctx); err != nil {
-		t.Errorf("engine Shutdown: %v", err)
-	}
+	load.Stop(t, load.Stopper{What: "engine Shutdown", Stop: eng.Shutdown})
 	goroutines.Verify(t)
-
-	res := rep.Result
-	t.Logf("stdio: %v", res)
-	t.Logf("idle before: %v; after: %v; goroutines after Wait: %d", rep.Before, rep.After, runtime.NumGoroutine())
-	t.Logf("beside them: %s", rep.Misbehaved)
-	if res.Requests != total || res.Refused != 0 || res.Wrong != 0 {
-		t.Errorf("%d of %d requests answered; %d refused, %d wrong: %q", res.Requests, total, res.Refused, res.Wrong, res.Details)
-	}
+	rep.Check(t, "stdio", total)
 	if len(m.strays) > 0 {
 		t.Errorf("%d answers nobody asked for (a cancelled id answered?): %q", len(m.strays), m.strays[:min(3, len(m.strays))])
 	}
-	if !rep.Settled {
-		t.Errorf("live heap after the load %v, before %v: not within 10 %%", rep.After, rep.Before)
-	}
-}
-
-// judgeEcho checks a tools/call echo answer: the request's id and the
-// echoed text exactly.
-func judgeEcho(b []byte, seq int, text string) (load.Outcome, string) {
-	var r struct {
-		ID     json.RawMessage
-		Result struct {
-			Content []struct{ Text string }
-			IsError bool
-		}
-		Error *struct{ Message string }
-	}
-	if json.Unmarshal(b, &r) != nil || string(r.ID) != fmt.Sprint(seq) || r.Error != nil || len(r.Result.Content) != 1 || r.Result.IsError {
-		return load.Wrong, fmt.Sprintf("%.200s", b)
-	}
-	var env struct {
-		Success bool
-		Result  struct{ Text string }
-	}
-	if json.Unmarshal([]byte(r.Result.Content[0].Text), &env) != nil || !env.Success || env.Result.Text != text {
-		return load.Wrong, fmt.Sprintf("echo of %q: %.200s", text, r.Result.Content[0].Text)
-	}
-	return load.OK, ""
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
@@ -47,18 +48,7 @@ func newTransport(t *testing.T, s ports.Session, opts stdio.Options) *pipes {
 // newEngine builds the engine for s and shuts it down when the test ends.
 func newEngine(t testing.TB, s ports.Session) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(s, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return eng
+	return enginetest.New(t, s, engine.Options{}, 10*time.Second)
 }
 
 func (p *pipes) send(t *testing.T, line string) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -47,18 +48,7 @@ func serve(t *testing.T, opts streamable.Options) (*fake.Session, string) {
 // newEngine builds the engine for s, shut down when the test ends.
 func newEngine(t *testing.T, s ports.Session) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(s, engine.Options{Name: "t", Version: "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return eng
+	return enginetest.New(t, s, engine.Options{Name: "t", Version: "1"}, 10*time.Second)
 }
 
 // raw sends head (request line and headers, without the blank line) and,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/unixsocket"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
@@ -40,13 +41,10 @@ func socketPath(t testing.TB) string {
 // cleanup.
 func serve(t testing.TB, s ports.Session, opts unixsocket.Options) (*unixsocket.Server, string) {
 	t.Helper()
-	eng, err := engine.New(s, engine.Options{Name: "t", Version: "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if opts.Path == "" {
 		opts.Path = socketPath(t)
 	}
+	eng := enginetest.New(t, s, engine.Options{Name: "t", Version: "1"}, guard) // shut down after the Stop below
 	srv, err := unixsocket.New(eng, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -59,9 +57,6 @@ func serve(t testing.TB, s ports.Session, opts unixsocket.Options) (*unixsocket.
 		defer cancel()
 		if err := srv.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)
-		}
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
 		}
 	})
 	return srv, opts.Path

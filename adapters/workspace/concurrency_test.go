@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/ports/porttest"
 )
@@ -16,17 +17,10 @@ import (
 // patience bounds a wait before the test fails; it never paces a test.
 const patience = 10 * time.Second
 
+// await receives from ch within patience.
 func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	timer := time.NewTimer(patience)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("gave up waiting for %s", what)
-		panic("unreachable")
-	}
+	return waitfor.Value(t, ch, patience, what)
 }
 
 type result struct {

@@ -8,13 +8,18 @@ package fuzzhttp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"testing"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/internal/transcript"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // Request parses data as an HTTP/1.1 request (line, headers, body), the
@@ -88,4 +93,21 @@ func trim(b []byte) []byte {
 		return b[:300]
 	}
 	return b
+}
+
+// Framing is the Streamable HTTP framing over an engine serving s with
+// asking on, as both hosts compose it behind their admission; the engine
+// is shut down when the fuzz test ends.
+func Framing(f *testing.F, s ports.Session) *streamable.Handler {
+	f.Helper()
+	eng, err := engine.New(s, engine.Options{AskClient: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = eng.Shutdown(context.Background()) })
+	framing, err := streamable.NewHandler(eng, streamable.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return framing
 }

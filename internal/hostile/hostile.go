@@ -10,10 +10,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -179,4 +181,56 @@ func NeverRead(ctx context.Context, addr string, request []byte, hold time.Durat
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// Abandon sends req with c on a goroutine of its own, for a client that
+// goes away (cancels req's context) while the request waits for its
+// answer. The channel receives Do's error: nil means an answer came after
+// all.
+func Abandon(c *http.Client, req *http.Request) <-chan error {
+	left := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		left <- err
+	}()
+	return left
+}
+
+// CheckNotLockedOut checks that idle connections do not lock a token
+// holder out (docs/SPEC.md §5.2, §5.3: "a few seconds"). Once churn's
+// connections are established (within guard), it sends five requests,
+// each built by request on a new connection, and fails t unless each is
+// answered 200 within bound.
+func CheckNotLockedOut(t testing.TB, churn *Churner, request func(context.Context) *http.Request, bound, guard time.Duration) {
+	t.Helper()
+	select {
+	case <-churn.Established():
+	case <-time.After(guard):
+		t.Fatal("the idle connections were not established")
+	}
+	for i := range 5 {
+		tr := &http.Transport{DisableKeepAlives: true}
+		client := &http.Client{Transport: tr}
+		ctx, cancel := context.WithTimeout(t.Context(), 4*bound)
+		begin := time.Now()
+		resp, err := client.Do(request(ctx))
+		took := time.Since(begin)
+		if err != nil {
+			cancel()
+			t.Fatalf("request %d: %v after %v (%d idle connections closed so far)", i, err, took.Round(time.Millisecond), churn.Closed())
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+		if took > bound {
+			t.Errorf("request %d took %v with idle connections churning, want ≤ %v", i, took.Round(time.Millisecond), bound)
+		}
+		t.Logf("request %d answered in %v; %d idle connections closed so far", i, took.Round(time.Millisecond), churn.Closed())
+	}
 }

@@ -60,6 +60,21 @@ func (i *Issuer) Close() { i.srv.Close() }
 // from now for ttl (a negative ttl: expired that long ago); forged signs
 // it with a key the issuer never published.
 func (i *Issuer) Token(audience, scope, subject string, ttl time.Duration, forged bool) (string, error) {
+	now := time.Now()
+	claims := map[string]any{
+		"iss": i.srv.URL, "aud": audience, "sub": subject, "client_id": "load",
+		"scope": scope, "iat": now.Add(-time.Minute).Unix(), "exp": now.Add(ttl).Unix(),
+	}
+	if ttl < 0 {
+		claims["iat"] = now.Add(2 * ttl).Unix()
+	}
+	return i.Sign(claims, forged)
+}
+
+// Sign signs claims as an RFC 9068 access token (typ at+jwt, kid k1);
+// forged signs them with a key the issuer never published, under the same
+// kid, so only the signature is wrong.
+func (i *Issuer) Sign(claims map[string]any, forged bool) (string, error) {
 	key := i.key
 	if forged {
 		key = i.other
@@ -68,14 +83,6 @@ func (i *Issuer) Token(audience, scope, subject string, ttl time.Duration, forge
 		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", "k1"))
 	if err != nil {
 		return "", err
-	}
-	now := time.Now()
-	claims := map[string]any{
-		"iss": i.srv.URL, "aud": audience, "sub": subject, "client_id": "load",
-		"scope": scope, "iat": now.Add(-time.Minute).Unix(), "exp": now.Add(ttl).Unix(),
-	}
-	if ttl < 0 {
-		claims["iat"] = now.Add(2 * ttl).Unix()
 	}
 	return jwt.Signed(signer).Claims(claims).Serialize()
 }

@@ -2,9 +2,14 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
+
+// Clients is how many well-behaved clients every carrier's load test runs
+// at once.
+const Clients = 64
 
 // Scenario is one load test: Clients goroutines sending Total calls while
 // the misbehaving clients Misbehave starts run beside them.
@@ -49,4 +54,41 @@ func (s Scenario) Run(t testing.TB) Report {
 	s.Idle()
 	after, settled := Settle(before, 0.10, 64<<10, 5*time.Second)
 	return Report{Result: res, Before: before, After: after, Settled: settled, Misbehaved: misbehaved}
+}
+
+// Check logs what the scenario named name saw and fails t unless all total
+// requests were answered, none refused or wrong, and the live heap came
+// back within 10 % of before.
+func (r Report) Check(t testing.TB, name string, total int) {
+	t.Helper()
+	res := r.Result
+	t.Logf("%s: %v", name, res)
+	t.Logf("idle before: %v; after: %v; goroutines after stopping: %d", r.Before, r.After, runtime.NumGoroutine())
+	t.Logf("beside them: %s", r.Misbehaved)
+	if res.Requests != total || res.Refused != 0 || res.Wrong != 0 {
+		t.Errorf("%d of %d requests answered; %d refused, %d wrong: %q", res.Requests, total, res.Refused, res.Wrong, res.Details)
+	}
+	if !r.Settled {
+		t.Errorf("live heap after the load %v, before %v: not within 10 %%", r.After, r.Before)
+	}
+}
+
+// Stopper is one thing a load test stops when the load is over, named for
+// its failure (e.g. "Stop", "engine Shutdown").
+type Stopper struct {
+	What string
+	Stop func(context.Context) error
+}
+
+// Stop stops each in order (a carrier before the engine it serves) within
+// one 10 s deadline and fails t for each that returns an error.
+func Stop(t testing.TB, stops ...Stopper) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range stops {
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("%s: %v", s.What, err)
+		}
+	}
 }

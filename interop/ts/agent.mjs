@@ -21,12 +21,12 @@
 //
 // Exits 0 once the report is written, 1 on any failure to run the scenario.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { RecordingTransport } from './record.mjs';
+import { RecordingTransport, writeReport, runScenario } from './record.mjs';
 
 const TIMEOUT_MS = 60_000;
 
@@ -80,15 +80,7 @@ async function main() {
   } finally {
     await client.close();
   }
-  report.wire = { sent: transport.sent, received: transport.received };
-  report.transportErrors = transport.errors.map((e) => e?.message ?? String(e));
-  writeFileSync(reportPath, JSON.stringify(report));
+  writeReport(reportPath, report, transport);
 }
 
-try {
-  await main();
-  process.exit(0);
-} catch (err) {
-  console.error(`FAIL (TypeScript SDK agent client): ${err?.stack ?? String(err)}`);
-  process.exit(1);
-}
+await runScenario(main, 'TypeScript SDK agent client');

@@ -26,11 +26,11 @@
 // Exits 0 once the report is written, 1 on any failure to run the scenario
 // (a failed tool call is not one: it is reported).
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { RecordingTransport } from './record.mjs';
+import { RecordingTransport, writeReport, runScenario } from './record.mjs';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const TIMEOUT_MS = 60_000;
@@ -98,15 +98,7 @@ async function main() {
   } finally {
     await client.close();
   }
-  report.wire = { sent: transport.sent, received: transport.received };
-  report.transportErrors = transport.errors.map((e) => e?.message ?? String(e));
-  writeFileSync(reportPath, JSON.stringify(report));
+  writeReport(reportPath, report, transport);
 }
 
-try {
-  await main();
-  process.exit(0);
-} catch (err) {
-  console.error(`FAIL (TypeScript SDK elicitation client): ${err?.stack ?? String(err)}`);
-  process.exit(1);
-}
+await runScenario(main, 'TypeScript SDK elicitation client');

@@ -1,7 +1,13 @@
+// What the TypeScript SDK client scripts share: interop.mjs, agent.mjs and
+// elicit.mjs record the wire through RecordingTransport; the scenario
+// scripts (agent.mjs, elicit.mjs) also write their report and exit alike.
+
+import { writeFileSync } from 'node:fs';
+
 // RecordingTransport wraps an MCP SDK transport: it records every message
 // the client sends and receives (the server's own requests included), so the
 // tests can check the exchange on the wire, and collects transport errors
-// (a non-JSON line on stdout, for one). Shared by interop.mjs and elicit.mjs.
+// (a non-JSON line on stdout, for one).
 export class RecordingTransport {
   constructor(inner) {
     this.inner = inner;
@@ -33,5 +39,26 @@ export class RecordingTransport {
   }
   setProtocolVersion(v) {
     this.inner.setProtocolVersion?.(v);
+  }
+}
+
+// writeReport finishes a scenario script's report (agent.mjs, elicit.mjs)
+// with what transport, a RecordingTransport, saw on the wire and the
+// transport errors, and writes it as JSON to path for the Go test.
+export function writeReport(path, report, transport) {
+  report.wire = { sent: transport.sent, received: transport.received };
+  report.transportErrors = transport.errors.map((e) => e?.message ?? String(e));
+  writeFileSync(path, JSON.stringify(report));
+}
+
+// runScenario runs a scenario script's main and exits: 0 once it is done,
+// 1 with "FAIL (<client>): <stack>" on any failure to run the scenario.
+export async function runScenario(main, client) {
+  try {
+    await main();
+    process.exit(0);
+  } catch (err) {
+    console.error(`FAIL (${client}): ${err?.stack ?? String(err)}`);
+    process.exit(1);
   }
 }

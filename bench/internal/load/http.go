@@ -271,16 +271,9 @@ func (c *httpConn) call(id int64, token string) (string, error) {
 		c.nc.Close()
 		c.nc = nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %d: %.200s", resp.StatusCode, c.resp.Bytes())
-	}
-	msg := c.resp.Bytes()
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data, ok := wire.SSEData(msg)
-		if !ok {
-			return "", fmt.Errorf("event stream without an answer: %.200s", msg)
-		}
-		msg = data
+	msg, err := wire.HTTPAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), c.resp.Bytes())
+	if err != nil {
+		return "", err
 	}
 	return wire.CallText(msg, id)
 }

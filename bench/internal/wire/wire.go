@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The workload and its two wires.
@@ -208,6 +209,23 @@ func SSEData(body []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// HTTPAnswer returns the JSON-RPC answer in an HTTP response's body, given
+// its status and Content-Type: the body itself, or the data of its event
+// stream's answer. Any status but 200 is an error, with the body's start.
+func HTTPAnswer(status int, contentType string, body []byte) ([]byte, error) {
+	if status != 200 {
+		return nil, fmt.Errorf("status %d: %.200s", status, body)
+	}
+	if !strings.HasPrefix(contentType, "text/event-stream") {
+		return body, nil
+	}
+	data, ok := SSEData(body)
+	if !ok {
+		return nil, fmt.Errorf("event stream without an answer: %.200s", body)
+	}
+	return data, nil
 }
 
 // RawID returns the raw id of a request written by [AppendCall] (or the

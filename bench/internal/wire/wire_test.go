@@ -77,6 +77,22 @@ func TestSSEData(t *testing.T) {
 	}
 }
 
+func TestHTTPAnswer(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":3,"result":{}}`
+	if got, err := HTTPAnswer(200, "application/json", []byte(answer)); err != nil || string(got) != answer {
+		t.Errorf("JSON body: %q, %v", got, err)
+	}
+	if got, err := HTTPAnswer(200, "text/event-stream", []byte("event: message\ndata: "+answer+"\n\n")); err != nil || string(got) != answer {
+		t.Errorf("event stream: %q, %v", got, err)
+	}
+	if _, err := HTTPAnswer(200, "text/event-stream", []byte(": keep-alive\n\n")); err == nil {
+		t.Error("an event stream without an answer was accepted")
+	}
+	if _, err := HTTPAnswer(503, "application/json", []byte(answer)); err == nil || !strings.Contains(err.Error(), "status 503") {
+		t.Errorf("503: %v, want a status error", err)
+	}
+}
+
 // The requests are valid JSON-RPC, and the bare answer to each is an answer
 // the checker accepts with the request's id.
 func TestRequestAndBareAnswer(t *testing.T) {

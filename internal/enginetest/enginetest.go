@@ -1,0 +1,86 @@
+// Package enginetest holds what the carriers' tests repeat around the
+// protocol engine: an engine shut down when the test ends, and the wait for
+// a cancelled call's tool to see its context end (docs/SPEC.md §6). It is
+// for tests only; no production package imports it.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// CancelBound is how soon a cancelled call's tool must see its context end.
+const CancelBound = 100 * time.Millisecond
+
+// New builds the engine for s and registers a cleanup that shuts it down,
+// failing t unless Shutdown returns within timeout. Called before a
+// carrier registers its own Stop, the Shutdown runs after that Stop:
+// cleanups run last-registered first.
+func New(t testing.TB, s ports.Session, opts engine.Options, timeout time.Duration) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return eng
+}
+
+// AwaitCtxEnd waits up to guard for the held tool's context to end, fails
+// t unless it ended at most CancelBound after since, and checks the call
+// did not end as shutting down: what cancelled it (cancelledBy, e.g. "the
+// client left" or "notifications/cancelled") did.
+func AwaitCtxEnd(t testing.TB, s *fake.Held, since time.Time, guard time.Duration, cancelledBy string) {
+	t.Helper()
+	select {
+	case cause := <-s.CtxEnded():
+		if took := time.Since(since); took > CancelBound {
+			t.Errorf("the tool's context ended %v after %s, want ≤ %v", took.Round(time.Millisecond), cancelledBy, CancelBound)
+		}
+		if errors.Is(cause, engine.ErrShuttingDown) {
+			t.Errorf("the call ended as shutting down (%v); %s", cause, cancelledBy)
+		}
+	case <-time.After(guard):
+		t.Fatalf("the tool's context did not end within %v after %s", guard, cancelledBy)
+	}
+}
+
+// SlotHeldUntilReturned checks, on an HTTP host with one in-flight slot,
+// that a cancelled call whose held tool has not returned still counts:
+// status (a fresh request's) is 503 busy times in a row. Then it lets the
+// tool return and checks the slot is free again within guard: status is
+// 200, 503 until then and nothing else.
+func SlotHeldUntilReturned(t testing.TB, s *fake.Held, status func() int, busy int, guard time.Duration) {
+	t.Helper()
+	for range busy {
+		if got := status(); got != http.StatusServiceUnavailable {
+			t.Fatalf("with the cancelled call's goroutine running: status %d, want 503", got)
+		}
+	}
+	s.Let()
+	<-s.Returned()
+	deadline := time.Now().Add(guard)
+	for {
+		switch got := status(); {
+		case got == http.StatusOK:
+			return
+		case got != http.StatusServiceUnavailable:
+			t.Fatalf("after the call returned: status %d, want 200 (or 503 until then)", got)
+		case time.Now().After(deadline):
+			t.Fatalf("still 503 %v after the call returned, want 200", guard)
+		}
+	}
+}
