@@ -43,11 +43,8 @@ func members(obj []byte, buf []member) (out []member, dup bool) {
 		i = skipSpace(obj, end)
 		i = skipSpace(obj, i+1) // the ':'
 		vend := skipValue(obj, i)
-		for _, m := range buf[start:] {
-			if m.name == name {
-				dup = true
-				break
-			}
+		if _, seen := lookup(buf[start:], name); seen {
+			dup = true
 		}
 		buf = append(buf, member{name: name, value: obj[i:vend]})
 		i = skipSpace(obj, vend)
@@ -91,11 +88,8 @@ func checkedMembers(obj []byte, buf []member) (out []member, dup, ok bool) {
 		if !ok {
 			return buf, dup, false
 		}
-		for _, m := range buf[start:] {
-			if m.name == name {
-				dup = true
-				break
-			}
+		if _, seen := lookup(buf[start:], name); seen {
+			dup = true
 		}
 		buf = append(buf, member{name: name, value: obj[i:vend]})
 		i = skipSpace(obj, vend)

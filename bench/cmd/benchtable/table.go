@@ -286,44 +286,41 @@ func render(w io.Writer, res *results) {
 	}
 	cpuHead := []string{"server CPU µs/req", "load CPU µs/req", "CPU " + c.ServerCPU + ": server / interrupts / others", "CPU " + c.LoadCPU + " busy"}
 	cpuAlign := []string{"---:", "---:", "---:", "---:"}
+	// httpRows prints the HTTP rows of one table: the local servers
+	// (no tokens) against the bare handler, or the remote host's token
+	// rows against the loopback host; both against mcp-go too.
+	httpRows := func(remote bool, base string) {
+		for _, rr := range res.Rows {
+			if rr.Kind != kindHTTP || (rr.Tokens != "") != remote {
+				continue
+			}
+			label := rr.Server
+			if remote {
+				label = rr.Tokens
+			}
+			r := res.rep(rr.ID())
+			if r == nil {
+				row2(w, rr.Wire, label, "FAILED", "", "", "", "", "", "", "", "")
+				continue
+			}
+			cells := []string{rr.Wire, label, fmtCount(r.Result.RPS),
+				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, base))),
+				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, servers.MCPGo)))}
+			row2(w, append(append(cells, lat(r)...), res.cpuCols(r)...)...)
+		}
+	}
 	if res.hasKind(kindHTTP) {
 		fmt.Fprintf(w, "\n### Streamable HTTP, separate processes (%d clients, kept-alive)\n\n", c.Clients)
 		row2(w, append([]string{"wire", "server", "requests/s", "÷ bare", "÷ mcp-go", "p50 µs", "p99 µs"}, cpuHead...)...)
 		row2(w, append([]string{"---", "---", "---:", "---:", "---:", "---:", "---:"}, cpuAlign...)...)
-		for _, rr := range res.Rows {
-			if rr.Kind != kindHTTP || rr.Tokens != "" {
-				continue
-			}
-			r := res.rep(rr.ID())
-			if r == nil {
-				row2(w, rr.Wire, rr.Server, "FAILED", "", "", "", "", "", "", "", "")
-				continue
-			}
-			cells := []string{rr.Wire, rr.Server, fmtCount(r.Result.RPS),
-				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, servers.Bare))),
-				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, servers.MCPGo)))}
-			row2(w, append(append(cells, lat(r)...), res.cpuCols(r)...)...)
-		}
+		httpRows(false, servers.Bare)
 	}
 	if res.hasRemote() {
 		fmt.Fprintf(w, "\n### Remote host (OAuth, RS256 JWT access tokens), separate processes\n\n")
 		fmt.Fprintf(w, "fresh: a different token on every request (from a pool of more than twice the host's verdict cache, used in turn, so every request is verified in full); cached: one token, verified once.\n\n")
 		row2(w, append([]string{"wire", "tokens", "requests/s", "÷ loopback host", "÷ mcp-go", "p50 µs", "p99 µs"}, cpuHead...)...)
 		row2(w, append([]string{"---", "---", "---:", "---:", "---:", "---:", "---:"}, cpuAlign...)...)
-		for _, rr := range res.Rows {
-			if rr.Kind != kindHTTP || rr.Tokens == "" {
-				continue
-			}
-			r := res.rep(rr.ID())
-			if r == nil {
-				row2(w, rr.Wire, rr.Tokens, "FAILED", "", "", "", "", "", "", "", "")
-				continue
-			}
-			cells := []string{rr.Wire, rr.Tokens, fmtCount(r.Result.RPS),
-				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, servers.AgentmcpLoopback))),
-				fmtRatio(r.Result.RPS / res.rps(httpID(rr.Wire, servers.MCPGo)))}
-			row2(w, append(append(cells, lat(r)...), res.cpuCols(r)...)...)
-		}
+		httpRows(true, servers.AgentmcpLoopback)
 	}
 	if res.hasKind(kindStdio) {
 		fmt.Fprintf(w, "\n### stdio, separate processes (pipelined, %d in flight; initialize on 2025-11-25)\n\n", c.Window)
