@@ -90,8 +90,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		defer stop()
 	}
 
-	p := &peer{ctx: ctx, headers: &opts.Headers, principal: opts.Principal,
-		bind: "http:" + principalKey(opts.Principal), version: defaultLegacyVersion}
+	p := &peer{ctx: ctx, headers: &opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}
 	if opts.Headers.HasProtocolVersion {
 		p.version = headerValue(opts.Headers.ProtocolVersion)
 	}

@@ -61,8 +61,8 @@ type peer struct {
 	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
 	version   string
 	principal ports.Principal
-	// bind binds the peer's input-required rounds: its connection, or the
-	// HTTP principal (docs/SPEC.md §6).
+	// bind binds a connection's input-required rounds to it; empty for an
+	// exchange, whose rounds are bound to its principal (see binding).
 	bind string
 	// notify sends a notification related to one request (progress); nil
 	// drops them.
@@ -70,6 +70,16 @@ type peer struct {
 	// batchSlots, when set, bounds how many elements of an exchange's batch
 	// run at once.
 	batchSlots chan struct{}
+}
+
+// binding is what binds p's input-required rounds (docs/SPEC.md §6): its
+// connection, or an exchange's principal. The principal is encoded only when
+// a round needs it; most requests never park one.
+func (p *peer) binding() string {
+	if p.bind != "" {
+		return p.bind
+	}
+	return "http:" + principalKey(p.principal)
 }
 
 // legacyVersion is the revision in force for a legacy request from p.

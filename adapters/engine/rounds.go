@@ -203,7 +203,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if !ok {
 		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
 	}
-	bind := domain.RoundBinding{Principal: p.bind, Tool: name, ArgsDigest: digest}
+	bind := domain.RoundBinding{Principal: p.binding(), Tool: name, ArgsDigest: digest}
 	var responses []member
 	if r, ok := in.param("inputResponses"); ok {
 		if !isObject(r) {
@@ -309,7 +309,7 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall, prompt *roundPrompt) (reply, bool) {
 	// The timer exists before the round is visible, so whoever removes the
 	// round can stop it.
-	x := &parked{call: pc, prompt: prompt, bind: p.bind, timer: time.AfterFunc(e.rounds.lifetime(), e.expireRounds)}
+	x := &parked{call: pc, prompt: prompt, bind: bind.Principal, timer: time.AfterFunc(e.rounds.lifetime(), e.expireRounds)}
 	token, evicted, err := e.rounds.Park(bind, time.Now(), x)
 	for _, old := range stopTimers(evicted) {
 		old.call.end(errEvicted) // docs/SPEC.md §6: a principal's oldest round makes room

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -44,9 +45,17 @@ func main() {
 	transport := flag.String("transport", "http", "http or stdio")
 	debug := flag.Bool("debug", false, "HTTP: serve GET /heap on a second loopback listener")
 	keyDir := flag.String("keydir", "", "agentmcp-remote: the directory for the private key file (default: the system's temporary directory)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
 	}
 	var err error
 	switch *transport {
@@ -60,6 +69,25 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+}
+
+// startCPUProfile profiles the process until the returned stop is called,
+// so a run by hand can show where a server spends its time.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "benchserver: %v\n", err)
+		}
+	}, nil
 }
 
 func fail(err error) {
