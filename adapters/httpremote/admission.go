@@ -2,6 +2,7 @@ package httpremote
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -144,15 +145,19 @@ func (f *Admission) serveMetadata(w http.ResponseWriter, r *http.Request) {
 // authorize admits a request to the endpoint or refuses it: bearer token,
 // cached verdict, capped verification, then the verdict (docs/SPEC.md §5.3 step 4).
 func (f *Admission) authorize(w http.ResponseWriter, r *http.Request, next streamable.PrincipalHandler) {
-	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header["X-Forwarded-For"])
 	token, ok := streamable.BearerCredential(r.Header["Authorization"])
+	var key [sha256.Size]byte
+	if ok {
+		key = tokenKey(token)
+		if p, hit := f.cache.get(key, f.now()); hit {
+			next.ServeMCP(w, r, p)
+			return
+		}
+	}
+	// The client's address is only needed to count a refusal against it.
+	client := f.proxies.clientAddr(peerAddr(r.RemoteAddr), r.Header["X-Forwarded-For"])
 	if !ok {
 		f.refuse(w, r, client, ports.RefusalMissingToken)
-		return
-	}
-	key := tokenKey(token)
-	if p, ok := f.cache.get(key, f.now()); ok {
-		next.ServeMCP(w, r, p)
 		return
 	}
 	v, ok := f.verify(r, token)

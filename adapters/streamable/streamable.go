@@ -292,7 +292,9 @@ func (h *Handler) unshare(n int, p ports.Principal) {
 		return
 	}
 	h.mu.Lock()
-	if h.byPrincipal[p] -= n; h.byPrincipal[p] <= 0 {
+	if left := h.byPrincipal[p] - n; left > 0 {
+		h.byPrincipal[p] = left
+	} else {
 		delete(h.byPrincipal, p)
 	}
 	h.mu.Unlock()
