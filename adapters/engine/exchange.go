@@ -90,7 +90,8 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		defer stop()
 	}
 
-	p := &peer{ctx: ctx, headers: &opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}
+	p := &peer{ctx: ctx, httpHeaders: opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}
+	p.headers = &p.httpHeaders
 	if opts.Headers.HasProtocolVersion {
 		p.version = headerValue(opts.Headers.ProtocolVersion)
 	}

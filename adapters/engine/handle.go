@@ -57,6 +57,9 @@ type peer struct {
 	ctx context.Context
 	// headers are the HTTP request's MCP headers; nil on a connection.
 	headers *Headers
+	// httpHeaders holds an exchange's headers, so that headers can point
+	// into the peer rather than into the caller's options.
+	httpHeaders Headers
 	// version is the legacy revision in force for an exchange (its
 	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
 	version   string
@@ -474,12 +477,12 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 		return answerErr(in.id, invalidParams("tools/call needs a string name"))
 	}
 	name := unquote(raw)
-	args := []byte(`{}`)
-	if a, ok := in.param("arguments"); ok {
-		if !isObject(a) {
-			return answerErr(in.id, invalidParams("arguments must be an object"))
-		}
-		args = a
+	args, ok := in.param("arguments")
+	switch {
+	case !ok:
+		args = []byte(`{}`) // made here only: most calls carry arguments
+	case !isObject(args):
+		return answerErr(in.id, invalidParams("arguments must be an object"))
 	}
 	if in.modern {
 		if e.roundsOn(in) {

@@ -233,8 +233,14 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached")
 		return
 	}
-	held := 1
-	defer func() { h.release(held, p) }()
+	var batch *batchAdmission // a batch's slots; nil for a single message
+	defer func() {
+		held := 1
+		if batch != nil {
+			held = batch.held
+		}
+		h.release(held, p)
+	}()
 	if r.ContentLength > h.maxBody {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
@@ -244,15 +250,33 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 	if !ok {
 		return
 	}
-	admitBatch := func(n int) int {
-		run := min(n, h.share)
-		if run > 1 && !h.acquire(run-1, p) {
-			return 0
-		}
-		held = max(held, run)
-		return run
+	var admitBatch func(int) int
+	if firstByte(body) == '[' {
+		batch = &batchAdmission{h: h, p: p, held: 1}
+		admitBatch = batch.admit
 	}
 	h.exchange(w, r, rc, body, p, admitBatch)
+}
+
+// batchAdmission lends a 2025-03-26 batch the extra slots its elements run
+// in (docs/SPEC.md §5.2: at most the share, 8), taken at once or not at all,
+// and remembers how many the request holds. Made only for batches: a single
+// message holds its one slot.
+type batchAdmission struct {
+	h    *Handler
+	p    ports.Principal
+	held int
+}
+
+// admit takes the slots for n elements: how many may run at once, or 0 when
+// they are not free (the batch is then refused whole).
+func (b *batchAdmission) admit(n int) int {
+	run := min(n, b.h.share)
+	if run > 1 && !b.h.acquire(run-1, b.p) {
+		return 0
+	}
+	b.held = max(b.held, run)
+	return run
 }
 
 // acquire takes n in-flight slots at once for p, or none: none when they
