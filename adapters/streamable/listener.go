@@ -378,6 +378,60 @@ type limitConn struct {
 	queue    *list.List // l.fresh or l.idle while idle; nil while active
 	elem     *list.Element
 	since    time.Time // when it became idle
+
+	// Guarded by wmu: the write deadline last asked for, the one armed on
+	// the socket, and how much later than asked it was armed (see
+	// SetWriteDeadline).
+	wmu    sync.Mutex
+	wAsked time.Time
+	wArmed time.Time
+	wSlack time.Duration
+}
+
+// SetWriteDeadline asks for a write deadline of t, lazily. A deadline
+// already armed up to a sixteenth of the time to t after t is left alone,
+// else the deadline is armed that much after t; asking for none (zero)
+// disarms it only before the next write. Every response renews the
+// deadline before it writes (a response that makes no progress for
+// WriteStallTimeout fails, docs/SPEC.md §5.2) and net/http clears it after
+// each response, and arming and disarming the runtime's timer twice per
+// request was among the largest costs in a profile of the loopback host;
+// this way it is armed about once per sixteenth of the timeout per busy
+// connection, and a 30 s stall is detected after 30 to 32 s. A deadline
+// cleared while a write is blocked still ends that write.
+func (c *limitConn) SetWriteDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wAsked = t
+	if t.IsZero() || (!c.wArmed.IsZero() && !t.After(c.wArmed) && !t.Before(c.wArmed.Add(-c.wSlack))) {
+		return nil // disarmed before the next write, or armed within the slack after t
+	}
+	c.wSlack = max(time.Until(t)/16, 0)
+	c.wArmed = t.Add(c.wSlack)
+	return c.Conn.SetWriteDeadline(c.wArmed)
+}
+
+// Write writes b under the deadline last asked for: a deadline asked to be
+// cleared is disarmed first.
+func (c *limitConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	if c.wAsked.IsZero() && !c.wArmed.IsZero() {
+		c.wArmed = time.Time{}
+		if err := c.Conn.SetWriteDeadline(time.Time{}); err != nil {
+			c.wmu.Unlock()
+			return 0, err
+		}
+	}
+	c.wmu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// SetDeadline sets both deadlines as asked.
+func (c *limitConn) SetDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wAsked, c.wArmed, c.wSlack = t, t, 0
+	return c.Conn.SetDeadline(t)
 }
 
 // Close closes the connection and gives its slots back.

@@ -83,10 +83,12 @@ type Options struct {
 	MaxBatch int
 	// SSEAfter is how long an answer may take before the response switches
 	// to text/event-stream (so the client sees headers, then keep-alives);
-	// default 10 s.
+	// default 10 s. One timer per Handler serves every response, ticking
+	// every eighth of the shorter of SSEAfter and KeepAlive (at least 1 ms),
+	// so the switch comes up to one tick late (docs/SPEC.md §5.2).
 	SSEAfter time.Duration
 	// KeepAlive is the interval between ": keep-alive" comments on an SSE
-	// response; default 15 s.
+	// response, give or take one tick (above); default 15 s.
 	KeepAlive time.Duration
 	// BodyReadTimeout bounds reading the body, from the end of the headers;
 	// default 15 s. A body that has not fully arrived by then gets 408 and
@@ -101,7 +103,9 @@ type Options struct {
 	// write resumes once about a third of the connection's send buffer has
 	// drained, so a server that leaves the buffer to the kernel's
 	// autotuning (up to 4 MiB on Linux) asks more of a slow reader; the
-	// hosts' [Server] bounds it ([ServerOptions].SendBuffer).
+	// hosts' [Server] bounds it ([ServerOptions].SendBuffer). The [Server]'s
+	// connections re-arm the deadline lazily, so there a stall is detected
+	// up to a sixteenth of the timeout late.
 	WriteStallTimeout time.Duration
 	// UnreadBodyGrace bounds how long a connection whose request body was
 	// not read (a refusal) goes on reading it after the response has gone
@@ -120,8 +124,7 @@ type Handler struct {
 	maxBody         int64
 	maxBatch        int
 	share           int // the most slots one request (a batch), or one principal, may hold
-	sseAfter        time.Duration
-	keepAlive       time.Duration
+	sse             *sseClock
 	bodyReadTimeout time.Duration
 	writeStall      time.Duration
 	unreadBodyGrace time.Duration
@@ -176,8 +179,7 @@ func NewHandler(eng *engine.Engine, opts Options) (*Handler, error) {
 		maxBody:         opts.MaxBodyBytes,
 		maxBatch:        opts.MaxBatch,
 		share:           max(1, opts.MaxInFlight/2),
-		sseAfter:        opts.SSEAfter,
-		keepAlive:       opts.KeepAlive,
+		sse:             newSSEClock(opts.SSEAfter, opts.KeepAlive),
 		bodyReadTimeout: opts.BodyReadTimeout,
 		writeStall:      opts.WriteStallTimeout,
 		unreadBodyGrace: opts.UnreadBodyGrace,
@@ -381,25 +383,24 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // The engine runs on this goroutine: the call is cancelled with the
 // request's context, so a client that goes away ends it, and the request's
 // slots stay held until its calls have returned. Notifications (from the
-// call, on this goroutine or a parked call's) and the SSE timer write
+// call, on this goroutine or a parked call's) and the Handler's sseClock write
 // through one responder, under its lock; once the answer is written the
 // responder writes nothing more.
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body []byte, p ports.Principal, admitBatch func(int) int) {
-	out := &responder{w: w, out: stallWriter{w: w, rc: rc, stall: h.writeStall}, keepAlive: h.keepAlive}
+	out := &responder{w: w, out: stallWriter{w: w, rc: rc, stall: h.writeStall}}
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
-	if firstByte(body) != '[' {
+	timed := firstByte(body) != '['
+	if timed {
 		opts.Notify = out.notify
-		out.mu.Lock()
-		out.timer = time.AfterFunc(h.sseAfter, out.tick)
-		out.mu.Unlock()
+		h.sse.add(out)
 	}
 	reply := h.eng.Exchange(r.Context(), body, opts)
+	if timed {
+		h.sse.remove(out)
+	}
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	out.done = true
-	if out.timer != nil {
-		out.timer.Stop()
-	}
 	switch {
 	case reply.Kind == engine.Cancelled:
 		// The client left: nothing to write.
@@ -420,13 +421,16 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.Resp
 // keep-alives as they come (switching to text/event-stream first), then the
 // answer. Its methods run under mu.
 type responder struct {
-	mu        sync.Mutex
-	w         http.ResponseWriter
-	out       stallWriter
-	keepAlive time.Duration
-	timer     *time.Timer
-	sse       bool // the response is an event stream
-	done      bool // the answer was written: nothing more is
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	out  stallWriter
+	sse  bool // the response is an event stream
+	done bool // the answer was written: nothing more is
+
+	// The Handler's sseClock's, under its lock: the tick of the next start
+	// or keep-alive, and the links of its list of responses in flight.
+	due        uint64
+	prev, next *responder
 }
 
 // notify writes a notification (progress) as an event.
@@ -438,9 +442,9 @@ func (r *responder) notify(msg []byte) {
 	}
 }
 
-// tick is the SSE timer: the first time (SSEAfter without an answer) it
-// starts the event stream, then it writes a keep-alive comment every
-// KeepAlive.
+// tick is called by the Handler's sseClock: the first time (SSEAfter
+// without an answer) it starts the event stream, then it writes a
+// keep-alive comment (every KeepAlive).
 func (r *responder) tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -453,7 +457,6 @@ func (r *responder) tick() {
 	} else {
 		r.start()
 	}
-	r.timer.Reset(r.keepAlive)
 }
 
 func (r *responder) start() {

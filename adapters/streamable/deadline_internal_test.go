@@ -1,0 +1,200 @@
+package streamable
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/internal/waitfor"
+)
+
+// deadlineConn records the write deadlines armed on it, and the deadline
+// in force at each write.
+type deadlineConn struct {
+	net.Conn
+	armed   []time.Time
+	current time.Time
+	writes  []time.Time
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.armed = append(c.armed, t)
+	c.current = t
+	return nil
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	c.writes = append(c.writes, c.current)
+	return len(b), nil
+}
+
+// TestLimitConnWriteDeadline: the deadline the framing renews before every
+// write, and net/http clears after every response, is armed on the socket
+// only when the armed one is not within a sixteenth of the timeout after
+// the one asked for; a cleared deadline is disarmed before the next write,
+// so no write runs under a deadline nobody asked for.
+func TestLimitConnWriteDeadline(t *testing.T) {
+	rec := &deadlineConn{}
+	c := &limitConn{Conn: rec}
+	const stall = 30 * time.Second
+
+	first := time.Now().Add(stall)
+	if err := c.SetWriteDeadline(first); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != 1 || rec.armed[0].Before(first) || rec.armed[0].After(first.Add(stall/16)) {
+		t.Fatalf("armed %v for %v: want one deadline within %v after it", rec.armed, first, stall/16)
+	}
+	armed := rec.armed[0]
+
+	// A response later, within the slack: renewed and cleared without
+	// touching the socket, and the write runs under the armed deadline.
+	if err := c.SetWriteDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetWriteDeadline(first.Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != 1 || !rec.writes[0].Equal(armed) {
+		t.Fatalf("armed %v, write under %v: want still only %v", rec.armed, rec.writes[0], armed)
+	}
+
+	// Cleared, then written (net/http's own writes, which ask for no
+	// deadline): disarmed first.
+	if err := c.SetWriteDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != 2 || !rec.armed[1].IsZero() || !rec.writes[1].IsZero() {
+		t.Fatalf("armed %v, writes %v: want the deadline disarmed before the write", rec.armed, rec.writes)
+	}
+
+	// An earlier deadline than the slack allows, and one in the past, are
+	// armed as soon as asked.
+	if err := c.SetWriteDeadline(time.Now().Add(stall)); err != nil {
+		t.Fatal(err)
+	}
+	sooner := time.Now().Add(time.Second)
+	if err := c.SetWriteDeadline(sooner); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.armed[len(rec.armed)-1]; got.Before(sooner) || got.After(sooner.Add(time.Second/16)) {
+		t.Fatalf("armed %v for %v", got, sooner)
+	}
+	past := time.Now().Add(-time.Second)
+	if err := c.SetWriteDeadline(past); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.armed[len(rec.armed)-1]; !got.Equal(past) {
+		t.Fatalf("armed %v for the past deadline %v", got, past)
+	}
+}
+
+// eventWriter is a response writer that reports its header and each
+// write and, when stall is set, blocks every write until stall is closed.
+type eventWriter struct {
+	header http.Header
+	writes chan string
+	stall  chan struct{}
+}
+
+func newEventWriter(stall chan struct{}) *eventWriter {
+	return &eventWriter{header: http.Header{}, writes: make(chan string, 64), stall: stall}
+}
+
+func (w *eventWriter) Header() http.Header { return w.header }
+func (w *eventWriter) WriteHeader(int)     { w.report(w.header.Get("Content-Type")) }
+func (w *eventWriter) Flush()              {}
+func (w *eventWriter) Write(b []byte) (int, error) {
+	if w.stall != nil {
+		<-w.stall
+	}
+	w.report(string(b))
+	return len(b), nil
+}
+
+func (w *eventWriter) report(s string) {
+	select {
+	case w.writes <- s:
+	default: // the test reads only the first few
+	}
+}
+
+func newTestResponder(w *eventWriter) *responder {
+	return &responder{w: w, out: stallWriter{w: w, rc: http.NewResponseController(w), stall: time.Minute}}
+}
+
+// TestSSEClockTicks drives a Handler's clock by hand (its own timer is
+// hours away): a response's stream starts SSEAfter's ticks plus one after
+// it was added, its keep-alives come every KeepAlive's ticks, a removed
+// response is no longer timed, and the clock disarms once nothing is in
+// flight.
+func TestSSEClockTicks(t *testing.T) {
+	c := newSSEClock(8*time.Hour, 16*time.Hour) // a tick of one hour
+	if c.startIn != 9 || c.keepEvery != 16 {
+		t.Fatalf("startIn %d, keepEvery %d: want 9 and 16", c.startIn, c.keepEvery)
+	}
+	w := newEventWriter(nil)
+	r := newTestResponder(w)
+	c.add(r)
+	for range c.startIn - 1 {
+		c.fire()
+	}
+	c.mu.Lock()
+	due := r.due
+	c.mu.Unlock()
+	if due != c.startIn {
+		t.Fatalf("due at tick %d after %d ticks: want %d (not yet fired)", due, c.startIn-1, c.startIn)
+	}
+	c.fire()
+	if got := waitfor.Value(t, w.writes, 5*time.Second, "the event stream's header"); got != "text/event-stream" {
+		t.Fatalf("first write %q: want the event stream's header", got)
+	}
+	for range c.keepEvery {
+		c.fire()
+	}
+	if got := waitfor.Value(t, w.writes, 5*time.Second, "a keep-alive"); got != ": keep-alive\n\n" {
+		t.Fatalf("write %q: want a keep-alive", got)
+	}
+
+	c.remove(r)
+	c.mu.Lock()
+	due = r.due
+	c.mu.Unlock()
+	c.fire()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.due != due || c.head != nil || c.armed {
+		t.Fatalf("after remove: due %d (was %d), head %p, armed %v: want untouched, empty, disarmed", r.due, due, c.head, c.armed)
+	}
+}
+
+// TestSSEClockStalledClient: a response whose client stopped reading
+// (its keep-alive write blocks) does not hold up another's keep-alives.
+func TestSSEClockStalledClient(t *testing.T) {
+	c := newSSEClock(time.Millisecond, time.Millisecond)
+	stall := make(chan struct{})
+	stalled := newTestResponder(newEventWriter(stall))
+	live := newEventWriter(nil)
+	other := newTestResponder(live)
+	c.add(stalled)
+	c.add(other)
+	defer func() {
+		c.remove(stalled)
+		c.remove(other)
+		close(stall)
+	}()
+	keepAlives := 0
+	for keepAlives < 3 {
+		if got := waitfor.Value(t, live.writes, 5*time.Second, "the live response's keep-alives"); strings.HasPrefix(got, ": keep-alive") {
+			keepAlives++
+		}
+	}
+}
