@@ -356,11 +356,11 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		return mismatch("Mcp-Method must equal the method")
 	}
 	if in.method == "tools/call" {
-		var name string
-		if raw, ok := in.param("name"); ok && isString(raw) {
-			name = unquote(raw)
+		raw, ok := in.param("name")
+		if !ok || !isString(raw) {
+			raw = []byte(`""`)
 		}
-		if !h.HasName || headerValue(h.Name) != name {
+		if !h.HasName || !equalString(raw, headerValue(h.Name)) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}

@@ -235,6 +235,8 @@ func unquote(lit []byte) string {
 		return metaProtocolVersion
 	case metaClientCapabilities:
 		return metaClientCapabilities
+	case metaClientInfo:
+		return metaClientInfo
 	case metaProgressToken:
 		return metaProgressToken
 	case ModernVersion:
@@ -255,6 +257,15 @@ func unquote(lit []byte) string {
 	var s string
 	_ = json.Unmarshal(lit, &s)
 	return s
+}
+
+// equalString reports whether the JSON string literal lit decodes to s,
+// without decoding it when it holds no escapes (a tool name, every call).
+func equalString(lit []byte, s string) bool {
+	if body := lit[1 : len(lit)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body) == s
+	}
+	return unquote(lit) == s
 }
 
 // isString reports whether raw is a JSON string.

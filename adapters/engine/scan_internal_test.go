@@ -39,3 +39,23 @@ func FuzzCheckedMembers(f *testing.F) {
 		}
 	})
 }
+
+// TestEqualString: a name compared in place means what unquote decodes.
+func TestEqualString(t *testing.T) {
+	for _, c := range []struct {
+		lit, s string
+		want   bool
+	}{
+		{`"echo"`, "echo", true},
+		{`"echo"`, "ech", false},
+		{`"\u0065cho"`, "echo", true},
+		{`"\u0065cho"`, `\u0065cho`, false},
+		{`""`, "", true},
+		{"\"\xffx\"", "\ufffdx", true},
+		{"\"\xffx\"", "\xffx", false},
+	} {
+		if got := equalString([]byte(c.lit), c.s); got != c.want || got != (unquote([]byte(c.lit)) == c.s) {
+			t.Errorf("equalString(%q, %q) = %v, want %v (as unquote decodes it)", c.lit, c.s, got, c.want)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func batchesAllowed(v string) bool { return v == "2025-03-26" }
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo" // read by nobody; named so its name is not copied
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	metaProgressToken      = "progressToken"
 )
