@@ -3,6 +3,7 @@ package streamable
 import (
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
 	c.current = t
 	return nil
 }
+
+func (c *deadlineConn) SetDeadline(t time.Time) error { return c.SetWriteDeadline(t) }
 
 func (c *deadlineConn) Write(b []byte) (int, error) {
 	c.writes = append(c.writes, c.current)
@@ -74,6 +77,37 @@ func TestLimitConnWriteDeadline(t *testing.T) {
 	}
 	if len(rec.armed) != 2 || !rec.armed[1].IsZero() || !rec.writes[1].IsZero() {
 		t.Fatalf("armed %v, writes %v: want the deadline disarmed before the write", rec.armed, rec.writes)
+	}
+
+	// Asked again within the slack of the deadline armed before it was
+	// disarmed: armed again (what was armed is gone).
+	if err := c.SetWriteDeadline(first.Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != 3 || rec.armed[2].Before(first) {
+		t.Fatalf("armed %v: want a third deadline, after the disarming", rec.armed)
+	}
+
+	// A later deadline than the armed one: armed, never left earlier than
+	// asked.
+	later := rec.armed[2].Add(time.Second)
+	if err := c.SetWriteDeadline(later); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.armed[len(rec.armed)-1]; got.Before(later) {
+		t.Fatalf("armed %v for %v: earlier than asked", got, later)
+	}
+
+	// SetDeadline is applied as asked, and forgets what was armed.
+	n := len(rec.armed)
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetWriteDeadline(later); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != n+2 || !rec.armed[n].IsZero() || rec.armed[n+1].Before(later) {
+		t.Fatalf("armed %v after SetDeadline(zero) and a deadline of %v: want the zero, then it armed", rec.armed[n:], later)
 	}
 
 	// An earlier deadline than the slack allows, and one in the past, are
@@ -138,41 +172,51 @@ func newTestResponder(w *eventWriter) *responder {
 // flight.
 func TestSSEClockTicks(t *testing.T) {
 	c := newSSEClock(8*time.Hour, 16*time.Hour) // a tick of one hour
+	c.dispatch = c.tickOne                      // in line: each fire has written when it returns
 	if c.startIn != 9 || c.keepEvery != 16 {
 		t.Fatalf("startIn %d, keepEvery %d: want 9 and 16", c.startIn, c.keepEvery)
 	}
 	w := newEventWriter(nil)
 	r := newTestResponder(w)
 	c.add(r)
-	for range c.startIn - 1 {
+	// Nothing is written until its tick, then exactly one thing.
+	expect := func(ticks uint64, want string) {
+		t.Helper()
+		for range ticks - 1 {
+			c.fire()
+			select {
+			case got := <-w.writes:
+				t.Fatalf("wrote %q a tick or more early", got)
+			default:
+			}
+		}
 		c.fire()
+		select {
+		case got := <-w.writes:
+			if got != want {
+				t.Fatalf("wrote %q, want %q", got, want)
+			}
+		default:
+			t.Fatalf("nothing written after %d ticks, want %q", ticks, want)
+		}
 	}
-	c.mu.Lock()
-	due := r.due
-	c.mu.Unlock()
-	if due != c.startIn {
-		t.Fatalf("due at tick %d after %d ticks: want %d (not yet fired)", due, c.startIn-1, c.startIn)
-	}
-	c.fire()
-	if got := waitfor.Value(t, w.writes, 5*time.Second, "the event stream's header"); got != "text/event-stream" {
-		t.Fatalf("first write %q: want the event stream's header", got)
-	}
+	expect(c.startIn, "text/event-stream")
+	expect(c.keepEvery, ": keep-alive\n\n")
+	expect(c.keepEvery, ": keep-alive\n\n")
+
+	c.remove(r)
 	for range c.keepEvery {
 		c.fire()
 	}
-	if got := waitfor.Value(t, w.writes, 5*time.Second, "a keep-alive"); got != ": keep-alive\n\n" {
-		t.Fatalf("write %q: want a keep-alive", got)
+	select {
+	case got := <-w.writes:
+		t.Fatalf("wrote %q after remove", got)
+	default:
 	}
-
-	c.remove(r)
-	c.mu.Lock()
-	due = r.due
-	c.mu.Unlock()
-	c.fire()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.due != due || c.head != nil || c.armed {
-		t.Fatalf("after remove: due %d (was %d), head %p, armed %v: want untouched, empty, disarmed", r.due, due, c.head, c.armed)
+	if c.head != nil || c.armed {
+		t.Fatalf("after remove: head %p, armed %v: want empty and disarmed", c.head, c.armed)
 	}
 }
 
@@ -196,5 +240,16 @@ func TestSSEClockStalledClient(t *testing.T) {
 		if got := waitfor.Value(t, live.writes, 5*time.Second, "the live response's keep-alives"); strings.HasPrefix(got, ": keep-alive") {
 			keepAlives++
 		}
+	}
+	// The stalled response has one tick under way, blocked in its write,
+	// and no more queued behind it.
+	base := runtime.NumGoroutine()
+	for range 20 {
+		if got := waitfor.Value(t, live.writes, 5*time.Second, "more keep-alives"); !strings.HasPrefix(got, ": keep-alive") {
+			t.Fatalf("wrote %q, want keep-alives", got)
+		}
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		t.Fatalf("%d goroutines after 20 more ticks, %d before: ticks pile up behind the stalled write", n, base)
 	}
 }

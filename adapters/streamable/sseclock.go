@@ -23,12 +23,15 @@ type sseClock struct {
 	startIn   uint64 // ticks from registration to the stream's start
 	keepEvery uint64 // ticks between keep-alives
 
-	mu     sync.Mutex
-	timer  *time.Timer
-	armed  bool
-	now    uint64     // ticks so far
-	head   *responder // the responses in flight, linked through their prev/next
-	firing []*responder
+	// dispatch runs a due response's tick: on a goroutine of its own (tests
+	// run it in line, to step the clock by hand).
+	dispatch func(*responder)
+
+	mu    sync.Mutex
+	timer *time.Timer
+	armed bool
+	now   uint64     // ticks so far
+	head  *responder // the responses in flight, linked through their prev/next
 }
 
 func newSSEClock(sseAfter, keepAlive time.Duration) *sseClock {
@@ -40,6 +43,7 @@ func newSSEClock(sseAfter, keepAlive time.Duration) *sseClock {
 		startIn:   ticksIn(sseAfter, tick) + 1,
 		keepEvery: ticksIn(keepAlive, tick),
 	}
+	c.dispatch = func(r *responder) { go c.tickOne(r) }
 	c.timer = time.AfterFunc(time.Hour, c.fire)
 	c.timer.Stop()
 	return c
@@ -83,14 +87,18 @@ func (c *sseClock) remove(r *responder) {
 
 // fire is one tick: each response that is due gets its stream started or
 // a keep-alive, each on a goroutine of its own, so that a client that has
-// stopped reading holds up only its own response.
+// stopped reading holds up only its own response. A response whose last
+// one is still being written (a blocked write lasts up to the write-stall
+// timeout) is skipped until it is done: one goroutine per response at
+// most, and no burst of keep-alives when a slow client catches up.
 func (c *sseClock) fire() {
 	c.mu.Lock()
 	c.now++
-	due := c.firing[:0]
+	var due []*responder // rarely any: a response slower than SSEAfter
 	for r := c.head; r != nil; r = r.next {
-		if r.due <= c.now {
+		if r.due <= c.now && !r.ticking {
 			r.due = c.now + c.keepEvery
+			r.ticking = true
 			due = append(due, r)
 		}
 	}
@@ -99,10 +107,16 @@ func (c *sseClock) fire() {
 	} else {
 		c.timer.Reset(c.tick)
 	}
+	c.mu.Unlock()
 	for _, r := range due {
-		go r.tick()
+		c.dispatch(r)
 	}
-	clear(due)
-	c.firing = due
+}
+
+// tickOne runs r's tick and lets fire pick r again.
+func (c *sseClock) tickOne(r *responder) {
+	r.tick()
+	c.mu.Lock()
+	r.ticking = false
 	c.mu.Unlock()
 }

@@ -164,6 +164,75 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
+// TestNeverReadingClientIsCutOffByServer: the same through the hosts'
+// Server, whose connections arm their write deadline lazily, on a
+// connection that has first had an answer (its deadline asked for, then
+// cleared by net/http) and a 202 (written by net/http with none): the
+// answer it then never reads is still cut off once its write has made no
+// progress for WriteStallTimeout (and up to a sixteenth more), which frees
+// the Server's only connection slot for another client.
+func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
+	leakcheck.Check(t)
+	s := newBigSession()
+	const stall = 300 * time.Millisecond
+	eng := newEngine(t, s)
+	h, err := streamable.NewHandler(eng, streamable.Options{WriteStallTimeout: stall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := streamable.NewServer(streamable.ServerOptions{
+		Engine: eng, Conns: streamable.ConnLimits{Total: 1},
+		Listen: func() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") },
+		Admit:  func(netip.AddrPort) http.Handler { return h },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := srv.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	addr := bound.String()
+	c, err := hostile.DialSmall(t.Context(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, ex := range []struct {
+		body   string
+		status int
+	}{{ping, http.StatusOK}, {`{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted}} {
+		sendRaw(t, c, addr, ex.body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != ex.status {
+			t.Fatalf("%s: %d, want %d", ex.body, resp.StatusCode, ex.status)
+		}
+	}
+	sendRaw(t, c, addr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":8388608}}}`)
+	<-s.done
+	// The only slot is the stuck connection's until it is cut: another
+	// client's connection waits in Accept until then.
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	resp, err := do(ctx, addr, ping)
+	if err != nil {
+		t.Fatalf("another client, while the stuck connection should have been cut: %v", err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
+
 // TestSlowSteadyReaderIsNotCutOff: through the hosts' Server, a client
 // reading a 5 MiB answer through a tiny receive buffer at 16 KiB every 10
 // ms takes ten times WriteStallTimeout in all, but keeps draining it: it

@@ -389,15 +389,15 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body []byte, p ports.Principal, admitBatch func(int) int) {
 	out := &responder{w: w, out: stallWriter{w: w, rc: rc, stall: h.writeStall}}
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
-	timed := firstByte(body) != '['
-	if timed {
+	if firstByte(body) != '[' {
 		opts.Notify = out.notify
 		h.sse.add(out)
+		defer h.sse.remove(out)
 	}
+	// Deferred, so that it holds when Exchange panics (net/http recovers
+	// it) too: nothing writes to this response after the handler returns.
+	defer out.finish()
 	reply := h.eng.Exchange(r.Context(), body, opts)
-	if timed {
-		h.sse.remove(out)
-	}
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	out.done = true
@@ -428,9 +428,18 @@ type responder struct {
 	done bool // the answer was written: nothing more is
 
 	// The Handler's sseClock's, under its lock: the tick of the next start
-	// or keep-alive, and the links of its list of responses in flight.
+	// or keep-alive, whether one is being written, and the links of its
+	// list of responses in flight.
 	due        uint64
+	ticking    bool
 	prev, next *responder
+}
+
+// finish marks the response answered: nothing more is written to it.
+func (r *responder) finish() {
+	r.mu.Lock()
+	r.done = true
+	r.mu.Unlock()
 }
 
 // notify writes a notification (progress) as an event.
