@@ -116,6 +116,15 @@ func (t *Transport) Start(ctx context.Context) error {
 	case <-ready:
 		return nil
 	case err := <-served:
+		select {
+		case <-ready:
+			// It started and has already ended (its input closed at
+			// once): that is a start; Wait says how serving ended. Both
+			// cases can be ready when this select runs, and it picks
+			// either.
+			return nil
+		default:
+		}
 		if err == nil {
 			return ErrStopped // Stop ended start-up
 		}

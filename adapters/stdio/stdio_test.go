@@ -345,3 +345,25 @@ func TestPipedInputThenEOFDuringStartup(t *testing.T) {
 		t.Errorf("Wait = %v", err)
 	}
 }
+
+// TestEmptyInputNeverStopsStartUp: with stdin empty, start-up either sees
+// the end of input first (ErrInputClosed) or finishes first, and then
+// serving ends at once; it is never reported as stopped, which nobody
+// asked for (the CLI would exit 1 for a client that merely closed its
+// end). Whichever finishes first is up to the scheduler, so it is tried
+// many times.
+func TestEmptyInputNeverStopsStartUp(t *testing.T) {
+	eng := newEngine(t, fake.New())
+	for range 5000 {
+		tr, err := stdio.New(eng, stdio.Options{Stdin: strings.NewReader(""), Stdout: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Start(t.Context()); err != nil && !errors.Is(err, stdio.ErrInputClosed) {
+			t.Fatalf("Start = %v, want nil or ErrInputClosed", err)
+		}
+		if err := tr.Wait(); err != nil {
+			t.Fatalf("Wait = %v, want nil (the input ended)", err)
+		}
+	}
+}
