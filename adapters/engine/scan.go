@@ -147,15 +147,25 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string starting at b[i] ('"').
+// skipString returns the index just past the string starting at b[i] ('"'):
+// at the first quote not escaped, that is with an even run of backslashes
+// before it. bytes.IndexByte finds the quotes a word at a time; a run
+// never reaches back past i, which follows a quote.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			break
 		}
+		j := i + q
+		k := j
+		for k > i && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j + 1
+		}
+		i = j + 1
 	}
 	return len(b)
 }

@@ -59,3 +59,22 @@ func TestEqualString(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSkipString holds skipString to encoding/json: past any string's
+// literal, whatever follows it, and whatever the string holds (quotes and
+// backslashes included).
+func FuzzSkipString(f *testing.F) {
+	for _, s := range []string{"", "a", `"`, `\`, `\"`, `a\\`, "\\\\\"x", "é\"\\u"} {
+		f.Add(s, `,"x":1}`)
+	}
+	f.Fuzz(func(t *testing.T, s, rest string) {
+		lit, err := json.Marshal(s)
+		if err != nil {
+			t.Skip()
+		}
+		b := append(append([]byte{}, lit...), rest...)
+		if got := skipString(b, 0); got != len(lit) {
+			t.Fatalf("skipString(%q) = %d, want %d", b, got, len(lit))
+		}
+	})
+}
