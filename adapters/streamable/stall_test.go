@@ -113,8 +113,7 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 	leakcheck.Check(t)
 	s := newBigSession()
 	started := s.Started()
-	const stall = 300 * time.Millisecond
-	h, err := streamable.NewHandler(newEngine(t, s), streamable.Options{WriteStallTimeout: stall})
+	h, err := streamable.NewHandler(newEngine(t, s), streamable.Options{WriteStallTimeout: bigStall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,24 +163,21 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-// TestNeverReadingClientIsCutOffByServer: the same through the hosts'
-// Server, whose connections arm their write deadline lazily, on a
-// connection that has first had an answer (its deadline asked for, then
-// cleared by net/http) and a 202 (written by net/http with none): the
-// answer it then never reads is still cut off once its write has made no
-// progress for WriteStallTimeout (and up to a sixteenth more), which frees
-// the Server's only connection slot for another client.
-func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
-	leakcheck.Check(t)
-	s := newBigSession()
-	const stall = 300 * time.Millisecond
+// bigStall is the WriteStallTimeout of the stall tests.
+const bigStall = 300 * time.Millisecond
+
+// serveBig serves s through the hosts' Server (whose connections are
+// LimitListener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
+// most conns connections, until the test ends; it returns the address.
+func serveBig(t *testing.T, s bigSession, conns int) string {
+	t.Helper()
 	eng := newEngine(t, s)
-	h, err := streamable.NewHandler(eng, streamable.Options{WriteStallTimeout: stall})
+	h, err := streamable.NewHandler(eng, streamable.Options{WriteStallTimeout: bigStall})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := streamable.NewServer(streamable.ServerOptions{
-		Engine: eng, Conns: streamable.ConnLimits{Total: 1},
+		Engine: eng, Conns: streamable.ConnLimits{Total: conns},
 		Listen: func() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") },
 		Admit:  func(netip.AddrPort) http.Handler { return h },
 	})
@@ -197,7 +193,20 @@ func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	addr := bound.String()
+	return bound.String()
+}
+
+// TestNeverReadingClientIsCutOffByServer: the same through the hosts'
+// Server, whose connections arm their write deadline lazily, on a
+// connection that has first had an answer (its deadline asked for, then
+// cleared by net/http) and a 202 (written by net/http with none): the
+// answer it then never reads is still cut off once its write has made no
+// progress for WriteStallTimeout (and up to a sixteenth more), which frees
+// the Server's only connection slot for another client.
+func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
+	leakcheck.Check(t)
+	s := newBigSession()
+	addr := serveBig(t, s, 1)
 	c, err := hostile.DialSmall(t.Context(), addr)
 	if err != nil {
 		t.Fatal(err)
@@ -243,30 +252,7 @@ func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
 func TestSlowSteadyReaderIsNotCutOff(t *testing.T) {
 	leakcheck.Check(t)
 	s := newBigSession()
-	const stall = 300 * time.Millisecond
-	eng := newEngine(t, s)
-	h, err := streamable.NewHandler(eng, streamable.Options{WriteStallTimeout: stall})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := streamable.NewServer(streamable.ServerOptions{
-		Engine: eng, Conns: streamable.ConnLimits{Total: 4},
-		Listen: func() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") },
-		Admit:  func(netip.AddrPort) http.Handler { return h },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := srv.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	addr := bound.String()
+	addr := serveBig(t, s, 4)
 	c, err := hostile.DialSmall(t.Context(), addr)
 	if err != nil {
 		t.Fatal(err)
