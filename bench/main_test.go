@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentmcp/agentmcp/bench/internal/load"
 )
 
 // sample is one measured run of one benchmark.
@@ -52,16 +54,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func median(xs []float64) float64 {
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}
-
 type summaryRow struct {
 	runs              int
 	ns, allocs, bytes float64
@@ -73,7 +65,7 @@ func summarize(runs []sample) summaryRow {
 	for _, s := range runs {
 		ns, al, by = append(ns, s.ns), append(al, s.allocs), append(by, s.bytes)
 	}
-	return summaryRow{runs: len(runs), ns: median(ns), allocs: median(al), bytes: median(by),
+	return summaryRow{runs: len(runs), ns: load.Median(ns), allocs: load.Median(al), bytes: load.Median(by),
 		nsMin: slices.Min(ns), nsMax: slices.Max(ns)}
 }
 

@@ -258,7 +258,7 @@ func unquote(lit []byte) string {
 	case "inputResponses":
 		return "inputResponses"
 	}
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+	if plain(body) {
 		return string(body)
 	}
 	// Escapes, or bytes that are not UTF-8: decoded as encoding/json
@@ -272,11 +272,15 @@ func unquote(lit []byte) string {
 // equalString reports whether the JSON string literal lit decodes to s,
 // without decoding it when it holds no escapes (a tool name, every call).
 func equalString(lit []byte, s string) bool {
-	if body := lit[1 : len(lit)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+	if body := lit[1 : len(lit)-1]; plain(body) {
 		return string(body) == s
 	}
 	return unquote(lit) == s
 }
+
+// plain reports whether a string literal's body means its own bytes: no
+// escapes, and valid UTF-8.
+func plain(body []byte) bool { return bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) }
 
 // isString reports whether raw is a JSON string.
 func isString(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }

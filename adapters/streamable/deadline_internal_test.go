@@ -1,14 +1,20 @@
 package streamable
 
 import (
+	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/waitfor"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // deadlineConn records the write deadlines armed on it, and the deadline
@@ -251,5 +257,51 @@ func TestSSEClockStalledClient(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > base+2 {
 		t.Fatalf("%d goroutines after 20 more ticks, %d before: ticks pile up behind the stalled write", n, base)
+	}
+}
+
+// panicSession's one tool panics.
+type panicSession struct{}
+
+func (panicSession) RuntimeTools(context.Context) ([]domain.Tool, error) {
+	return []domain.Tool{{Name: "panic", Description: "Panics", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+func (panicSession) InvokeTool(context.Context, string, json.RawMessage, ports.Caller) (domain.Envelope, error) {
+	panic("the tool broke")
+}
+func (panicSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+	return ports.TurnResult{}, ports.Refused("no turns")
+}
+
+// TestPanickingCallLeavesTheClock: a call whose tool panics (net/http
+// recovers it) leaves the SSE clock like any other, and the clock disarms:
+// no tick writes to the abandoned response later.
+func TestPanickingCallLeavesTheClock(t *testing.T) {
+	eng, err := engine.New(panicSession{}, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(eng, Options{SSEAfter: time.Hour, KeepAlive: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"panic","arguments":{}}}`
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the call did not panic")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}()
+	h.sse.fire()
+	h.sse.mu.Lock()
+	defer h.sse.mu.Unlock()
+	if h.sse.head != nil || h.sse.armed {
+		t.Fatalf("after the panic: head %p, armed %v: want the response gone and the clock disarmed", h.sse.head, h.sse.armed)
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 // sseClock times the single-message responses in flight on one Handler:
 // an answer not ready SSEAfter after its request started gets an event
-// stream, then a keep-alive every KeepAlive (docs/SPEC.md §5.2).
+// stream, then a keep-alive every KeepAlive (docs/SPEC.md §4, the status
+// table).
 //
 // One timer per Handler, firing every tick while responses are in flight,
 // replaces a runtime timer armed and stopped for every request: a profile

@@ -85,7 +85,7 @@ type Options struct {
 	// to text/event-stream (so the client sees headers, then keep-alives);
 	// default 10 s. One timer per Handler serves every response, ticking
 	// every eighth of the shorter of SSEAfter and KeepAlive (at least 1 ms),
-	// so the switch comes up to one tick late (docs/SPEC.md §5.2).
+	// so the switch comes up to one tick late (docs/SPEC.md §4).
 	SSEAfter time.Duration
 	// KeepAlive is the interval between ": keep-alive" comments on an SSE
 	// response, give or take one tick (above); default 15 s.
@@ -394,10 +394,16 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.Resp
 		h.sse.add(out)
 		defer h.sse.remove(out)
 	}
-	// Deferred, so that it holds when Exchange panics (net/http recovers
-	// it) too: nothing writes to this response after the handler returns.
-	defer out.finish()
+	answered := false
+	defer func() {
+		if !answered {
+			// Exchange panicked (a session's tool; net/http recovers
+			// it): nothing may write to this response afterwards.
+			out.finish()
+		}
+	}()
 	reply := h.eng.Exchange(r.Context(), body, opts)
+	answered = true
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	out.done = true

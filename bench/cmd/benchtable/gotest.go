@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmcp/agentmcp/bench/internal/load"
 )
 
 // benchStat is the median over -count runs of one go test benchmark.
@@ -48,23 +50,10 @@ func parseBench(out string) []benchStat {
 	for _, name := range order {
 		r := byName[name]
 		stats = append(stats, benchStat{Name: name, Runs: len(r.ns),
-			NsOp: median(r.ns), AllocsOp: median(r.al), BOp: median(r.by),
+			NsOp: load.Median(r.ns), AllocsOp: load.Median(r.al), BOp: load.Median(r.by),
 			NsMin: slices.Min(r.ns), NsMax: slices.Max(r.ns)})
 	}
 	return stats
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // goBench runs go test -bench in dir and parses its benchmarks; the full

@@ -84,3 +84,18 @@ func summarize(lat []time.Duration, start, end time.Time) Result {
 	}
 	return r
 }
+
+// Median is the middle of xs (the mean of the two middle ones for an even
+// count), 0 for none; xs is not reordered.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}

@@ -280,3 +280,18 @@ func TestStdioHandshakeFailure(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	xs := []float64{3, 1, 2, 10}
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{4}, 4}, {[]float64{3, 1, 2}, 2}, {xs, 2.5}} {
+		if got := Median(c.xs); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+	if xs[0] != 3 || xs[3] != 10 {
+		t.Errorf("Median reordered its argument: %v", xs)
+	}
+}
