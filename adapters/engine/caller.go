@@ -34,8 +34,11 @@ type callCaller struct {
 
 var _ ports.Caller = (*callCaller)(nil)
 
+// newCallCaller returns the Caller of in's call, held in in itself: a
+// request has at most one (a plain call's or a parked call's waiter).
 func newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
-	c := &callCaller{notify: p.notify, who: p.principal, elicit: elicit}
+	c := &in.caller
+	c.notify, c.who, c.elicit = p.notify, p.principal, elicit
 	if tok, ok := in.metaValue(metaProgressToken); ok && p.notify != nil && validProgressToken(tok) {
 		c.token = tok
 	}

@@ -64,6 +64,13 @@ func (e *Engine) BaseContext(parent context.Context) context.Context {
 	return context.WithValue(ctx, baseKey{}, e)
 }
 
+// exchangeState is an exchange's peer and the inbound of its single
+// message, allocated together.
+type exchangeState struct {
+	peer peer
+	in   inbound
+}
+
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
 // for a 2025-03-26 client, a batch. Legacy requests take their revision
 // from MCP-Protocol-Version, 2025-03-26 when it is absent; initialize is
@@ -90,7 +97,8 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		defer stop()
 	}
 
-	p := &peer{ctx: ctx, httpHeaders: opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}
+	x := &exchangeState{peer: peer{ctx: ctx, httpHeaders: opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}}
+	p := &x.peer
 	p.headers = &p.httpHeaders
 	if opts.Headers.HasProtocolVersion {
 		p.version = headerValue(opts.Headers.ProtocolVersion)
@@ -99,6 +107,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 	switch firstByte(body) {
 	case '{':
 		p.notify = opts.Notify
+		p.room = &x.in
 		out, _ = e.handle(p, body, false, nil) // a single message is answered on this goroutine
 	case '[':
 		max := opts.MaxBatch

@@ -73,6 +73,21 @@ type peer struct {
 	// batchSlots, when set, bounds how many elements of an exchange's batch
 	// run at once.
 	batchSlots chan struct{}
+	// room is the inbound of an exchange's single message, allocated with
+	// the peer (see newInbound); nil once taken, and for connections.
+	room *inbound
+}
+
+// newInbound returns a zero inbound for the next message from p: an
+// exchange's single message takes the room allocated with its peer (a
+// request costs one allocation for both); a connection's messages and a
+// batch's elements, which run side by side, get one each.
+func (p *peer) newInbound(inBatch bool) *inbound {
+	if in := p.room; in != nil && !inBatch {
+		p.room = nil
+		return in
+	}
+	return new(inbound)
 }
 
 // binding is what binds p's input-required rounds (docs/SPEC.md §6): its
@@ -104,9 +119,12 @@ type inbound struct {
 	version string // legacy: the revision in force; modern: the requested one
 
 	// Room for the members of params and _meta, so reading them allocates
-	// nothing more in the common case.
-	pbuf [8]member
-	mbuf [4]member
+	// nothing more in the common case (a tools/call has three of each;
+	// more spill to the heap), and for the request's one ports.Caller
+	// (see newCallCaller): one allocation per request.
+	pbuf   [4]member
+	mbuf   [4]member
+	caller callCaller
 }
 
 func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
@@ -148,7 +166,8 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 		// -32600, the first is untouched, whatever its method.
 		return answerErr(m.id, invalidRequest("id is already in flight")), true
 	}
-	in, perr := parseParams(&m)
+	in := p.newInbound(inBatch)
+	perr := parseParams(&m, in)
 	if perr != nil {
 		return invalid(m.id, perr), true
 	}
@@ -277,29 +296,34 @@ func (b *batch) put(i int, r reply) {
 	b.deliver(answered(append(out, ']')))
 }
 
-// parseParams splits a request's params into members, refusing duplicates
-// among them and among _meta's members (docs/SPEC.md §4: members compared
-// with headers are matched exactly; a duplicate is -32600).
-func parseParams(m *message) (*inbound, *Error) {
-	in := &inbound{id: m.id, method: m.method}
+// parseParams fills in (a zero inbound) with m's id and method, and splits
+// its params into members, refusing duplicates among them and among
+// _meta's members (docs/SPEC.md §4: members compared with headers are
+// matched exactly; a duplicate is -32600).
+func parseParams(m *message, in *inbound) *Error {
+	in.id, in.method = m.id, m.method
 	if m.params == nil {
-		return in, nil
+		return nil
 	}
 	if m.params[0] == '[' {
 		in.array = true
-		return in, nil
+		return nil
 	}
-	var dup bool
-	in.params, dup = members(m.params, in.pbuf[:0])
-	if dup {
-		return in, invalidRequest("duplicate member in params")
+	// _meta, when an object, is read in the same walk: the first one, and
+	// a second _meta is a duplicate in params anyway.
+	in.meta = in.mbuf[:0]
+	var dup, metaDup bool
+	in.params, _, dup, metaDup = membersAt(m.params, 0, in.pbuf[:0], "_meta", &in.meta)
+	if len(in.meta) == 0 {
+		in.meta = nil // absent, or not an object
 	}
-	if raw, ok := in.param("_meta"); ok && isObject(raw) {
-		if in.meta, dup = members(raw, in.mbuf[:0]); dup {
-			return in, invalidRequest("duplicate member in params._meta")
-		}
+	switch {
+	case dup:
+		return invalidRequest("duplicate member in params")
+	case metaDup:
+		return invalidRequest("duplicate member in params._meta")
 	}
-	return in, nil
+	return nil
 }
 
 // isModern resolves the era of one request (docs/SPEC.md §4): modern when

@@ -28,13 +28,22 @@ var errDuplicate = errors.New("duplicate member")
 // non-space byte is '{'), appending to buf. dup is true when a name appears
 // more than once; every member is still returned, in order.
 func members(obj []byte, buf []member) (out []member, dup bool) {
-	i := skipSpace(obj, 0)
+	out, _, dup, _ = membersAt(obj, skipSpace(obj, 0), buf, "", nil)
+	return out, dup
+}
+
+// membersAt reads the object at obj[i] (valid JSON) as members does, and
+// returns the index just past it. When nested is set and the first member
+// named nestedName has an object for its value, that object's members are
+// appended to *nested in the same walk (nestedDup: a duplicate among them), so that
+// value is read once, not skipped and then read again.
+func membersAt(obj []byte, i int, buf []member, nestedName string, nested *[]member) (out []member, end int, dup, nestedDup bool) {
 	if i >= len(obj) || obj[i] != '{' {
-		return buf, false
+		return buf, i, false, false
 	}
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return buf, false
+		return buf, i + 1, false, false
 	}
 	start := len(buf)
 	for i < len(obj) {
@@ -42,7 +51,15 @@ func members(obj []byte, buf []member) (out []member, dup bool) {
 		name := unquote(obj[i:end])
 		i = skipSpace(obj, end)
 		i = skipSpace(obj, i+1) // the ':'
-		vend := skipValue(obj, i)
+		var vend int
+		if nested != nil && name == nestedName && i < len(obj) && obj[i] == '{' {
+			*nested, vend, nestedDup, _ = membersAt(obj, i, *nested, "", nil)
+		} else {
+			vend = skipValue(obj, i)
+		}
+		if name == nestedName {
+			nested = nil // only the first
+		}
 		if _, seen := lookup(buf[start:], name); seen {
 			dup = true
 		}
@@ -53,7 +70,7 @@ func members(obj []byte, buf []member) (out []member, dup bool) {
 		}
 		i = skipSpace(obj, i+1) // the ','
 	}
-	return buf, dup
+	return buf, i + 1, dup, nestedDup
 }
 
 // checkedMembers is members for a whole frame that nobody has validated

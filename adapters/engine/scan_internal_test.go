@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -9,7 +10,7 @@ import (
 // accepted exactly when it is valid JSON whose value is an object, and then
 // its members are the object's, in order, with their exact values.
 func FuzzCheckedMembers(f *testing.F) {
-	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `{"a":[1,{"b":"\u00e9"}],"c":null}`, `{"a":"\x"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"`, `{"a":1,"a":2}`, `[1]`, `"s"`, `{"a":tru}`, "{\"a\":\"\t\"}"} {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `{"a":[1,{"b":"\u00e9"}],"c":null}`, `{"a":"\x"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"`, `{"a":1,"a":2}`, `[1]`, `"s"`, `{"a":tru}`, "{\"a\":\"\t\"}", `{"_meta":{"a":1,"b":{"c":[]}},"name":"x"}`, `{"_meta":{"a":1,"a":2}}`, `{"_meta":[],"_meta":{"a":1}}`, `{ "_meta" : { } , "x" : 1 }`, `{"\u005fmeta":{"k":"v"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -37,7 +38,28 @@ func FuzzCheckedMembers(f *testing.F) {
 		if len(seen) != len(m) {
 			t.Fatalf("checkedMembers(%q) found %d names, the object has %d", b, len(seen), len(m))
 		}
+		checkNestedWalk(t, b, ms)
 	})
+}
+
+// checkNestedWalk holds membersAt's one walk (an object's members, and
+// those of its first _meta, at once) to two: members of the object, then of
+// its first _meta when that is an object.
+func checkNestedWalk(t *testing.T, b []byte, want []member) {
+	var nested []member
+	got, end, dup, nestedDup := membersAt(b, skipSpace(b, 0), nil, "_meta", &nested)
+	_, wantDup := members(b, nil)
+	if !reflect.DeepEqual(got, want) || dup != wantDup || skipSpace(b, end) != len(b) {
+		t.Fatalf("membersAt(%q) = %q, end %d, dup %v; want %q, the end %d, dup %v", b, got, end, dup, want, len(b), wantDup)
+	}
+	var wantNested []member
+	wantNestedDup := false
+	if raw, ok := lookup(want, "_meta"); ok && isObject(raw) {
+		wantNested, wantNestedDup = members(raw, nil)
+	}
+	if !reflect.DeepEqual(nested, wantNested) || nestedDup != wantNestedDup {
+		t.Fatalf("membersAt(%q) _meta = %q, dup %v; want %q, dup %v", b, nested, nestedDup, wantNested, wantNestedDup)
+	}
 }
 
 // TestEqualString: a name compared in place means what unquote decodes.

@@ -693,36 +693,46 @@ func TestDisconnectCancels(t *testing.T) {
 }
 
 // TestLongCallOutlivesBodyTimeout: the body-read deadline ends with the
-// body; a call may run far longer without being cancelled.
+// body, whether its length was declared or it came chunked; a call may run
+// far longer without being cancelled.
 func TestLongCallOutlivesBodyTimeout(t *testing.T) {
 	const bodyTimeout = 20 * time.Millisecond
-	s := fake.New()
-	started := s.Started()
-	e := start(t, s, httploopback.Limits{BodyReadTimeout: bodyTimeout, SSEAfter: time.Millisecond, KeepAlive: 5 * time.Millisecond})
-	began := time.Now()
-	resp, err := e.client.Do(e.request(t.Context(), slowCall(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	<-started
-	br := bufio.NewReader(resp.Body)
-	for time.Since(began) < 5*bodyTimeout {
-		if _, err := br.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Release()
-	rest, err := io.ReadAll(br)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := bytes.LastIndex(rest, []byte("data: "))
-	if i < 0 {
-		t.Fatalf("no answer in %q", rest)
-	}
-	if text, isErr := toolText(t, decode(t, bytes.TrimSpace(rest[i+len("data: "):]))); isErr {
-		t.Errorf("the call failed: %s", text)
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			s := fake.New()
+			started := s.Started()
+			e := start(t, s, httploopback.Limits{BodyReadTimeout: bodyTimeout, SSEAfter: time.Millisecond, KeepAlive: 5 * time.Millisecond})
+			began := time.Now()
+			req := e.request(t.Context(), slowCall(1))
+			if chunked {
+				// A body of unknown length is sent chunked.
+				req.Body, req.GetBody, req.ContentLength = io.NopCloser(strings.NewReader(slowCall(1))), nil, 0
+			}
+			resp, err := e.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			<-started
+			br := bufio.NewReader(resp.Body)
+			for time.Since(began) < 5*bodyTimeout {
+				if _, err := br.ReadString('\n'); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Release()
+			rest, err := io.ReadAll(br)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := bytes.LastIndex(rest, []byte("data: "))
+			if i < 0 {
+				t.Fatalf("no answer in %q", rest)
+			}
+			if text, isErr := toolText(t, decode(t, bytes.TrimSpace(rest[i+len("data: "):]))); isErr {
+				t.Errorf("the call failed: %s", text)
+			}
+		})
 	}
 }
 

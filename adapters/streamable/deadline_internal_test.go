@@ -168,7 +168,7 @@ func (w *eventWriter) report(s string) {
 }
 
 func newTestResponder(w *eventWriter) *responder {
-	return &responder{w: w, out: stallWriter{w: w, rc: http.NewResponseController(w), stall: time.Minute}}
+	return &responder{w: w, out: stallWriter{w: w, rc: *http.NewResponseController(w), stall: time.Minute}}
 }
 
 // TestSSEClockTicks drives a Handler's clock by hand (its own timer is

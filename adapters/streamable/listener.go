@@ -1,7 +1,6 @@
 package streamable
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"net"
@@ -93,8 +92,8 @@ type LimitedListener struct {
 	mu       sync.Mutex
 	open     int
 	byClient map[any]int
-	fresh    list.List // *limitConn that never completed a request, oldest first
-	idle     list.List // *limitConn between keep-alive requests, oldest first
+	fresh    connQueue // connections that never completed a request, oldest first
+	idle     connQueue // connections between keep-alive requests, oldest first
 }
 
 // LimitListener returns l with c's caps applied to what its Accept returns
@@ -238,9 +237,9 @@ func (l *LimitedListener) admit(c net.Conn) (*limitConn, error) {
 // its socket, never-used ones first, however briefly idle; nil when none
 // is. l.mu is held.
 func (l *LimitedListener) oldestOf(key any) *limitConn {
-	for _, q := range []*list.List{&l.fresh, &l.idle} {
-		for e := q.Front(); e != nil; e = e.Next() {
-			if c := e.Value.(*limitConn); c.counted && c.key == key && !hasUnread(c.Conn) {
+	for _, q := range []*connQueue{&l.fresh, &l.idle} {
+		for c := q.head; c != nil; c = c.next {
+			if c.counted && c.key == key && !hasUnread(c.Conn) {
 				return c
 			}
 		}
@@ -259,14 +258,13 @@ func (l *LimitedListener) oldestOf(key any) *limitConn {
 // that have all hold unread bytes (which the server may read without the
 // connection leaving the idle state: a partial header). l.mu is held.
 func (l *LimitedListener) oldestIdle(now time.Time) (*limitConn, time.Duration) {
-	queues := []*list.List{&l.fresh, &l.idle}
-	if l.fresh.Len() > 0 {
+	queues := []*connQueue{&l.fresh, &l.idle}
+	if l.fresh.head != nil {
 		queues = queues[:1] // kept-alive connections only when no never-used one is open
 	}
 	wait, unread := time.Duration(0), false
 	for _, q := range queues {
-		for e := q.Front(); e != nil; e = e.Next() {
-			c := e.Value.(*limitConn)
+		for c := q.head; c != nil; c = c.next {
 			if age := now.Sub(c.since); age < l.limits.IdleGrace {
 				if wait == 0 || l.limits.IdleGrace-age < wait {
 					wait = l.limits.IdleGrace - age
@@ -313,9 +311,8 @@ func (l *LimitedListener) releaseLocked(c *limitConn) {
 }
 
 func (l *LimitedListener) untrack(c *limitConn) {
-	if c.elem != nil {
-		c.queue.Remove(c.elem)
-		c.elem, c.queue = nil, nil
+	if c.queue != nil {
+		c.queue.remove(c)
 	}
 }
 
@@ -342,16 +339,17 @@ func (l *LimitedListener) ConnState(nc net.Conn, state http.ConnState) {
 		return
 	}
 	l.untrack(c)
+	var q *connQueue
 	switch state {
 	case http.StateNew:
-		c.queue = &l.fresh
+		q = &l.fresh
 	case http.StateIdle:
-		c.queue = &l.idle
+		q = &l.idle
 	default:
 		return
 	}
 	c.since = time.Now()
-	c.elem = c.queue.PushBack(c)
+	q.pushBack(c)
 	l.signal()
 }
 
@@ -366,6 +364,35 @@ func (l *LimitedListener) Close() error {
 	return err
 }
 
+// connQueue is a queue of idle connections linked through the connections
+// themselves, so the two state changes of every request allocate nothing.
+// l.mu guards it.
+type connQueue struct{ head, tail *limitConn }
+
+func (q *connQueue) pushBack(c *limitConn) {
+	c.queue, c.prev, c.next = q, q.tail, nil
+	if q.tail != nil {
+		q.tail.next = c
+	} else {
+		q.head = c
+	}
+	q.tail = c
+}
+
+func (q *connQueue) remove(c *limitConn) {
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		q.head = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		q.tail = c.prev
+	}
+	c.queue, c.prev, c.next = nil, nil, nil
+}
+
 // limitConn is one admitted connection.
 type limitConn struct {
 	net.Conn
@@ -374,10 +401,10 @@ type limitConn struct {
 	counted bool
 
 	// Guarded by l.mu.
-	released bool
-	queue    *list.List // l.fresh or l.idle while idle; nil while active
-	elem     *list.Element
-	since    time.Time // when it became idle
+	released   bool
+	queue      *connQueue // &l.fresh or &l.idle while idle; nil while active
+	prev, next *limitConn // its neighbours in queue
+	since      time.Time  // when it became idle
 
 	// Guarded by wmu: the write deadline last asked for, the one armed on
 	// the socket, and how much later than asked it was armed (see

@@ -247,8 +247,10 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
 	}
-	rc := http.NewResponseController(w)
-	body, ok := h.readBody(w, r, rc)
+	// The responder carries the request's ResponseController by value:
+	// one allocation for both.
+	out := &responder{w: w, out: stallWriter{w: w, rc: *http.NewResponseController(w), stall: h.writeStall}}
+	body, ok := h.readBody(w, r, &out.out.rc)
 	if !ok {
 		return
 	}
@@ -257,7 +259,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		batch = &batchAdmission{h: h, p: p, held: 1}
 		admitBatch = batch.admit
 	}
-	h.exchange(w, r, rc, body, p, admitBatch)
+	h.exchange(w, r, out, body, p, admitBatch)
 }
 
 // batchAdmission lends a 2025-03-26 batch the extra slots its elements run
@@ -328,16 +330,22 @@ func (h *Handler) unshare(n int, p ports.Principal) {
 
 // readBody reads the whole body within MaxBodyBytes and BodyReadTimeout. On
 // failure it has answered the request (413, 408 or 400) and returns false.
+//
+// The deadline must not outlive the body: net/http's background read,
+// which notices a client going away (and so cancels the call), runs on the
+// connection once the body has ended, and a timeout there would cancel the
+// call too. net/http's HTTP/1 server clears the read deadline as it starts
+// that read, when a body is read to its end, which read does; under HTTP/2
+// the deadline is the stream's and bounds only its body. So only a failed
+// read moves it, and a request without a body (ContentLength 0) never sets
+// one: there is nothing to read, and its background read has begun.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, bool) {
+	if r.ContentLength == 0 {
+		return nil, true
+	}
 	_ = rc.SetReadDeadline(time.Now().Add(h.bodyReadTimeout))
 	body, err := h.read(w, r)
 	if err == nil {
-		// The deadline must not outlive the body: net/http's background
-		// read, which notices a client going away (and so cancels the
-		// call), runs on this connection from now on, and a timeout there
-		// would cancel the call too. net/http clears it as the body ends;
-		// this says so explicitly.
-		_ = rc.SetReadDeadline(time.Time{})
 		return body, true
 	}
 	// The connection is closed after the answer; bound the draining of
@@ -386,8 +394,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // call, on this goroutine or a parked call's) and the Handler's sseClock write
 // through one responder, under its lock; once the answer is written the
 // responder writes nothing more.
-func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body []byte, p ports.Principal, admitBatch func(int) int) {
-	out := &responder{w: w, out: stallWriter{w: w, rc: rc, stall: h.writeStall}}
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, p ports.Principal, admitBatch func(int) int) {
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
 	if firstByte(body) != '[' {
 		opts.Notify = out.notify
@@ -524,7 +531,7 @@ func statusOf(k engine.Outcome) int {
 // cut off (docs/SPEC.md §5.2). After a failure nothing more is written.
 type stallWriter struct {
 	w      http.ResponseWriter
-	rc     *http.ResponseController
+	rc     http.ResponseController // http.NewResponseController(w)'s
 	stall  time.Duration
 	broken bool
 }
@@ -570,7 +577,7 @@ func (h *Handler) refuseRPC(w http.ResponseWriter, r *http.Request, status int, 
 
 // writeJSON answers status with an application/json body.
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, body []byte) {
-	writeBody(&stallWriter{w: w, rc: http.NewResponseController(w), stall: h.writeStall}, status, body)
+	writeBody(&stallWriter{w: w, rc: *http.NewResponseController(w), stall: h.writeStall}, status, body)
 }
 
 // jsonType is the Content-Type of JSON answers, shared: net/http only

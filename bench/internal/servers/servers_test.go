@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +51,41 @@ func TestOnlyOneFileImportsAgentmcp(t *testing.T) {
 	}
 	if !seen {
 		t.Error("agentmcp.go imports nothing of agentmcp")
+	}
+}
+
+// Every row's requests carry the same headers of the same sizes: the
+// servers that check no token are sent one as long as the loopback host's.
+func TestSameHeadersForEveryRow(t *testing.T) {
+	ctx := context.Background()
+	shape := func(name string) map[string][]int {
+		s, err := StartHTTP(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(ctx, StopTimeout)
+			defer cancel()
+			if err := s.Stop(sctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		out := map[string][]int{}
+		for k, vs := range s.Header {
+			for _, v := range vs {
+				out[k] = append(out[k], len(v))
+			}
+		}
+		return out
+	}
+	want := shape(AgentmcpLoopback)
+	if len(want["Authorization"]) != 1 {
+		t.Fatalf("the loopback host's headers %v carry no one token", want)
+	}
+	for _, name := range []string{Bare, MCPGo, GoSDK, AgentmcpHandler} {
+		if got := shape(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: header sizes %v, want the loopback host's %v", name, got, want)
+		}
 	}
 }
 
