@@ -35,8 +35,8 @@ func members(obj []byte, buf []member) (out []member, dup bool) {
 // membersAt reads the object at obj[i] (valid JSON) as members does, and
 // returns the index just past it. When nested is set and the first member
 // named nestedName has an object for its value, that object's members are
-// appended to *nested in the same walk (nestedDup: a duplicate among them), so that
-// value is read once, not skipped and then read again.
+// appended to *nested in the same walk (nestedDup: a duplicate among
+// them), so that value is read once, not skipped and then read again.
 func membersAt(obj []byte, i int, buf []member, nestedName string, nested *[]member) (out []member, end int, dup, nestedDup bool) {
 	if i >= len(obj) || obj[i] != '{' {
 		return buf, i, false, false
