@@ -54,22 +54,28 @@ func TestOnlyOneFileImportsAgentmcp(t *testing.T) {
 	}
 }
 
+// startHTTP starts the named server and stops it when the test ends.
+func startHTTP(t *testing.T, name string) *HTTP {
+	t.Helper()
+	s, err := StartHTTP(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
 // Every row's requests carry the same headers of the same sizes: the
 // servers that check no token are sent one as long as the loopback host's.
 func TestSameHeadersForEveryRow(t *testing.T) {
-	ctx := context.Background()
 	shape := func(name string) map[string][]int {
-		s, err := StartHTTP(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(ctx, StopTimeout)
-			defer cancel()
-			if err := s.Stop(sctx); err != nil {
-				t.Error(err)
-			}
-		}()
+		s := startHTTP(t, name)
 		out := map[string][]int{}
 		for k, vs := range s.Header {
 			for _, v := range vs {
@@ -93,18 +99,7 @@ func TestSameHeadersForEveryRow(t *testing.T) {
 // them: a token signed by another key, or naming another audience, is
 // refused, and so is a request without the public Host.
 func TestRemoteVerifies(t *testing.T) {
-	ctx := context.Background()
-	s, err := StartHTTP(ctx, AgentmcpRemote)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, StopTimeout)
-		defer cancel()
-		if err := s.Stop(sctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := startHTTP(t, AgentmcpRemote)
 	addr, path, err := load.ParseURL(s.URL)
 	if err != nil {
 		t.Fatal(err)
