@@ -334,11 +334,11 @@ func (h *Handler) unshare(n int, p ports.Principal) {
 // The deadline must not outlive the body: net/http's background read,
 // which notices a client going away (and so cancels the call), runs on the
 // connection once the body has ended, and a timeout there would cancel the
-// call too. net/http's HTTP/1 server clears the read deadline as it starts
-// that read, when a body is read to its end, which read does; under HTTP/2
-// the deadline is the stream's and bounds only its body. So only a failed
-// read moves it, and a request without a body (ContentLength 0) never sets
-// one: there is nothing to read, and its background read has begun.
+// call too. net/http clears the deadline as that read starts, but when
+// middleware mounted in front has read the body already (and handed on a
+// copy), it started before this deadline was set: so it is cleared here.
+// A request without a body (ContentLength 0) sets none: there is nothing
+// to read.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, bool) {
 	if r.ContentLength == 0 {
 		return nil, true
@@ -346,6 +346,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.Resp
 	_ = rc.SetReadDeadline(time.Now().Add(h.bodyReadTimeout))
 	body, err := h.read(w, r)
 	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
 		return body, true
 	}
 	// The connection is closed after the answer; bound the draining of

@@ -539,3 +539,56 @@ func TestPrincipalBindsRounds(t *testing.T) {
 		t.Fatalf("own retry: %s %+v", r.Result, r.Error)
 	}
 }
+
+// TestLongCallOutlivesBodyTimeoutBehindMiddleware: mounted behind
+// middleware that reads the body first and hands on a copy (a signature
+// check, a logger), the Handler's body deadline is set after net/http's
+// background read has begun; it must still end with the body, so a call
+// longer than BodyReadTimeout is not cancelled. Keep-alives pace the test
+// past the timeout.
+func TestLongCallOutlivesBodyTimeoutBehindMiddleware(t *testing.T) {
+	const bodyTimeout = 20 * time.Millisecond
+	s := fake.New()
+	started := s.Started()
+	h, err := streamable.NewHandler(newEngine(t, s), streamable.Options{BodyReadTimeout: bodyTimeout, SSEAfter: time.Millisecond, KeepAlive: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", jsonSSE)
+	began := time.Now()
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-started
+	br := bufio.NewReader(resp.Body)
+	for time.Since(began) < 5*bodyTimeout {
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatalf("the stream ended before the call was released: %v", err)
+		}
+	}
+	s.Release()
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(rest, []byte(`"result"`)) {
+		t.Fatalf("no result in %q", rest)
+	}
+}

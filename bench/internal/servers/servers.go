@@ -99,19 +99,20 @@ func StartHTTP(ctx context.Context, name string) (*HTTP, error) {
 	return nil, fmt.Errorf("servers: no HTTP server %q (have %s)", name, strings.Join(HTTPNames(), ", "))
 }
 
-// serveHandler serves h with a plain http.Server on 127.0.0.1 (how the
-// peers document serving their handlers), at /mcp.
 // UnusedToken is the bearer token sent to the servers that check none (the
 // bare handler, the peers, agentmcp's handler without admission), so that
 // every row's requests carry the same headers, of the same sizes, as the
 // loopback host's, whose token is 64 hex digits. The bytes and the number
 // of a request's headers are part of the workload: net/http's parsing of
 // one more header cost the bare handler about 3% of its rate on a 2-core
-// machine, which must not be counted as the loopback host's overhead.
+// machine, which must not be counted as the loopback host's overhead. (The
+// remote host's rows carry its own credential, a JWT, and are compared
+// with the loopback host's.)
 var UnusedToken = strings.Repeat("0", 64)
 
-// serveHandler serves h on 127.0.0.1 with net/http's defaults; its requests
-// carry [UnusedToken].
+// serveHandler serves h with a plain http.Server on 127.0.0.1 (how the
+// peers document serving their handlers), at /mcp; its requests carry
+// [UnusedToken].
 func serveHandler(name string, h http.Handler) (*HTTP, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
