@@ -24,6 +24,7 @@ import (
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 )
 
 func TestNewValidatesHostAndPort(t *testing.T) {
@@ -714,17 +715,7 @@ func TestLongCallOutlivesBodyTimeout(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			<-started
-			br := bufio.NewReader(resp.Body)
-			for time.Since(began) < 5*bodyTimeout {
-				if _, err := br.ReadString('\n'); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s.Release()
-			rest, err := io.ReadAll(br)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rest := waitfor.StreamPast(t, resp.Body, began, 5*bodyTimeout, s.Release)
 			i := bytes.LastIndex(rest, []byte("data: "))
 			if i < 0 {
 				t.Fatalf("no answer in %q", rest)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -577,17 +578,7 @@ func TestLongCallOutlivesBodyTimeoutBehindMiddleware(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	<-started
-	br := bufio.NewReader(resp.Body)
-	for time.Since(began) < 5*bodyTimeout {
-		if _, err := br.ReadString('\n'); err != nil {
-			t.Fatalf("the stream ended before the call was released: %v", err)
-		}
-	}
-	s.Release()
-	rest, err := io.ReadAll(br)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rest := waitfor.StreamPast(t, resp.Body, began, 5*bodyTimeout, s.Release)
 	if !bytes.Contains(rest, []byte(`"result"`)) {
 		t.Fatalf("no result in %q", rest)
 	}
