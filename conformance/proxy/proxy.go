@@ -13,6 +13,8 @@
 //     admission rules (docs/SPEC.md §5.2: target exactly /mcp, exact Host, exact or
 //     absent Origin) are still what the suite's dns-rebinding-protection
 //     scenario measures;
+//   - reads each request body whole before forwarding it (see
+//     bodyInMemory), byte for byte;
 //   - streams responses as they are written (SSE), and cancels the upstream
 //     request when the client goes away, so a disconnect still reaches the
 //     host as one.
@@ -21,7 +23,9 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,10 +99,51 @@ func New(opts Options) (http.Handler, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
+	h := bodyInMemory(rp)
 	if opts.Logger == nil {
-		return rp, nil
+		return h, nil
 	}
-	return logged(rp, opts.Logger), nil
+	return logged(h, opts.Logger), nil
+}
+
+// maxInMemoryBody bounds the body bodyInMemory reads ahead: above the
+// host's own limit (4 MiB), so a body the host refuses as too large (413)
+// is still streamed to it and refused there.
+const maxInMemoryBody = 8 << 20
+
+// bodyInMemory reads a request's body before h forwards it, and hands the
+// reverse proxy a copy in memory. httputil.ReverseProxy otherwise gives the
+// Transport the client's body itself, and the Transport's write loop may
+// still read it (past the declared bytes, to see that it ended) after the
+// handler has returned and the body was closed. In the suite's runs that
+// read failed ("http: invalid Read on closed Body"), the write loop closed
+// its upstream connection while a response was streaming on it, and the
+// client saw "terminated: other side closed": about one run of the
+// 2026-07-28 leg in ten, on whichever scenario was streaming then. A
+// body in memory never fails a read. The bytes, the declared length and a
+// chunked request's framing are forwarded as they came; a body over
+// maxInMemoryBody is streamed as before.
+func bodyInMemory(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		head, err := io.ReadAll(io.LimitReader(r.Body, maxInMemoryBody+1))
+		switch {
+		case err != nil:
+			http.Error(w, "proxy: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		case len(head) > maxInMemoryBody:
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		default:
+			r.Body = io.NopCloser(bytes.NewReader(head))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // logged wraps h with a one-line access log.

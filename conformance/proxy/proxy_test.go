@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -154,5 +155,64 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		if _, err := proxy.New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)
 		}
+	}
+}
+
+// TestBodiesForwardedAsSent: the proxy reads a body before forwarding it
+// (bodyInMemory), and the host still gets it as the client sent it: the
+// same bytes, the declared length or chunked framing, and a body too large
+// to hold streamed through whole.
+func TestBodiesForwardedAsSent(t *testing.T) {
+	type got struct {
+		body          []byte
+		contentLength int64
+		chunked       bool
+	}
+	gotc := make(chan got, 1)
+	front, _ := start(t, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		gotc <- got{b, r.ContentLength, len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked"}
+	})
+	small := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	large := bytes.Repeat([]byte("x"), 9<<20) // over what the proxy holds in memory
+	for _, c := range []struct {
+		name    string
+		body    []byte
+		chunked bool
+	}{
+		{"declared length", small, false},
+		{"chunked", small, true},
+		{"declared length, too large to hold", large, false},
+		{"chunked, too large to hold", large, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var body io.Reader = bytes.NewReader(c.body)
+			if c.chunked {
+				body = io.MultiReader(body) // no known length: sent chunked
+			}
+			req, err := http.NewRequest("POST", "http://"+front+"/mcp", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			g := <-gotc
+			if !bytes.Equal(g.body, c.body) {
+				t.Errorf("the host got %d bytes, want the %d sent", len(g.body), len(c.body))
+			}
+			if c.chunked {
+				if !g.chunked || g.contentLength != -1 {
+					t.Errorf("the host got Content-Length %d, chunked %v; want a chunked body", g.contentLength, g.chunked)
+				}
+			} else if g.chunked || g.contentLength != int64(len(c.body)) {
+				t.Errorf("the host got Content-Length %d, chunked %v; want %d", g.contentLength, g.chunked, len(c.body))
+			}
+		})
 	}
 }
