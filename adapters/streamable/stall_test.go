@@ -168,8 +168,10 @@ const bigStall = 300 * time.Millisecond
 
 // serveBig serves s through the hosts' Server (whose connections are
 // LimitListener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
-// most conns connections, until the test ends; it returns the address.
-func serveBig(t *testing.T, s bigSession, conns int) string {
+// most conns connections, until the test ends. It returns the address and
+// a connection to it with a tiny receive buffer (hostile.DialSmall),
+// closed when the test ends.
+func serveBig(t *testing.T, s bigSession, conns int) (string, net.Conn) {
 	t.Helper()
 	eng := newEngine(t, s)
 	h, err := streamable.NewHandler(eng, streamable.Options{WriteStallTimeout: bigStall})
@@ -193,7 +195,12 @@ func serveBig(t *testing.T, s bigSession, conns int) string {
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return bound.String()
+	c, err := hostile.DialSmall(t.Context(), bound.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // before Stop: cleanups run last first
+	return bound.String(), c
 }
 
 // TestNeverReadingClientIsCutOffByServer: the same through the hosts'
@@ -206,12 +213,7 @@ func serveBig(t *testing.T, s bigSession, conns int) string {
 func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
 	leakcheck.Check(t)
 	s := newBigSession()
-	addr := serveBig(t, s, 1)
-	c, err := hostile.DialSmall(t.Context(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	addr, c := serveBig(t, s, 1)
 	br := bufio.NewReader(c)
 	for _, ex := range []struct {
 		body   string
@@ -252,12 +254,7 @@ func TestNeverReadingClientIsCutOffByServer(t *testing.T) {
 func TestSlowSteadyReaderIsNotCutOff(t *testing.T) {
 	leakcheck.Check(t)
 	s := newBigSession()
-	addr := serveBig(t, s, 4)
-	c, err := hostile.DialSmall(t.Context(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	addr, c := serveBig(t, s, 4)
 	const size = 5 << 20
 	sendRaw(t, c, addr, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes":%d}}}`, size))
 	<-s.done
