@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
@@ -27,6 +26,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/unixsocket"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 

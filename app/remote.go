@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // RemoteAccess is what the access-token verifier checks: the resource's

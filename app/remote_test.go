@@ -16,10 +16,10 @@ import (
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
 	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/load"

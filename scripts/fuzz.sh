@@ -23,7 +23,7 @@ minimize="${FUZZMINIMIZE:-5s}"
 filter="${1:-.}"
 cd "$repo"
 # Every "func FuzzX(" in a _test.go file, with its package directory.
-grep -rl --include='*_test.go' '^func Fuzz' adapters app domain internal 2>/dev/null | sort | while read -r file; do
+grep -rl --include='*_test.go' '^func Fuzz' adapters app domain engine internal 2>/dev/null | sort | while read -r file; do
 	dir="./$(dirname "$file")"
 	grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
 		[[ "$target" =~ $filter ]] || continue

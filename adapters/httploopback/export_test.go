@@ -3,8 +3,8 @@ package httploopback
 import (
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // Limits overrides docs/SPEC.md §5.2's numbers for a test; a zero field keeps its

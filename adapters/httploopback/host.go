@@ -47,8 +47,8 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // LoopbackHost is the only address the host binds.

@@ -19,9 +19,9 @@ import (
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/internal/waitfor"

@@ -3,7 +3,7 @@ package httpremote
 import (
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // Limits overrides docs/SPEC.md §5.3's numbers for a test; a zero field keeps its

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 

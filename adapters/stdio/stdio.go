@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // Options configures a Transport. Zero values mean the defaults.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 )

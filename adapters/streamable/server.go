@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // Defaults of [ServerOptions], the numbers docs/SPEC.md §5.2 gives the loopback host

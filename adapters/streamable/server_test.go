@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 )

@@ -50,7 +50,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 

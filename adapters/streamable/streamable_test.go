@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/waitfor"

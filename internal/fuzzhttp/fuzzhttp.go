@@ -16,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
 )

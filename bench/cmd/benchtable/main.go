@@ -19,7 +19,7 @@
 //     (after a forced GC) after the warm-up and at the end.
 //   - in-process: go test -bench in bench/ (the single-request round trips
 //     of bench_test.go), medians over -count runs.
-//   - the engine alone: the root module's adapters/engine
+//   - the engine alone: the root module's engine
 //     BenchmarkToolsCallStream and BenchmarkToolsCallExchange.
 //
 // Every answer of every row is checked (id, no error, exact text); a row
@@ -307,9 +307,9 @@ func run(ctx context.Context, c config, benchDir string) error {
 		}
 	}
 	if c.rows.MatchString("engine") {
-		progress("engine: go test -bench 'BenchmarkToolsCall(Stream|Exchange)' -count %d (adapters/engine)", c.count)
+		progress("engine: go test -bench 'BenchmarkToolsCall(Stream|Exchange)' -count %d (engine)", c.count)
 		res.Engine, err = goBench(ctx, repoDir, filepath.Join(logDir, "engine.txt"), c.count, c.benchtime,
-			"^BenchmarkToolsCall(Stream|Exchange)$", "./adapters/engine")
+			"^BenchmarkToolsCall(Stream|Exchange)$", "./engine")
 		if err != nil {
 			res.EngineErr = err.Error()
 			progress("FAILED engine: %v", err)

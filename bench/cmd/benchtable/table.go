@@ -390,7 +390,7 @@ func render(w io.Writer, res *results) {
 		}
 	}
 	if len(res.Engine) > 0 {
-		fmt.Fprintf(w, "\n### Engine alone (root module, adapters/engine; no transport)\n\n")
+		fmt.Fprintf(w, "\n### Engine alone (root module, engine; no transport)\n\n")
 		row2(w, "benchmark", "ns/op", "allocs/op", "B/op")
 		row2(w, "---", "---:", "---:", "---:")
 		for _, s := range res.Engine {

@@ -13,13 +13,13 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 )
 

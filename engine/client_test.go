@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/engine"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // client is a test's end of one engine.ServeConn stream, over io.Pipes (so
