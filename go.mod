@@ -8,3 +8,5 @@ require (
 	github.com/sashabaranov/go-openai v1.43.0
 	golang.org/x/time v0.16.0
 )
+
+require github.com/prometheus/client_golang v1.23.2 // indirect

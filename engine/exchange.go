@@ -118,7 +118,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		e.handleBatch(p, body, max, opts.AdmitBatch, func(r reply) { done <- r })
 		out = <-done
 	default:
-		out = reply{Invalid, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))}
+		out = invalid(id{}, invalidRequest("not a JSON-RPC message"))
 	}
 	if out.kind == Answered && ctx.Err() != nil && !e.shuttingDown(ctx) {
 		out = reply{kind: Cancelled} // the client left: nobody can receive it

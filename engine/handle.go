@@ -40,13 +40,20 @@ const (
 type reply struct {
 	kind Outcome
 	body []byte
+	// code is the JSON-RPC error code when body is an error response; 0
+	// otherwise. toolError marks a CallToolResult with isError true. Both
+	// are for the Observer (error.type, docs/SPEC.md §11).
+	code      int
+	toolError bool
 }
 
 var accepted = reply{kind: Accepted}
 
-func answered(b []byte) reply        { return reply{Answered, b} }
-func invalid(i id, e *Error) reply   { return reply{Invalid, errorFrame(i, e)} }
-func answerErr(i id, e *Error) reply { return reply{Answered, errorFrame(i, e)} }
+func answered(b []byte) reply      { return reply{kind: Answered, body: b} }
+func invalid(i id, e *Error) reply { return reply{kind: Invalid, body: errorFrame(i, e), code: e.Code} }
+func answerErr(i id, e *Error) reply {
+	return reply{kind: Answered, body: errorFrame(i, e), code: e.Code}
+}
 
 // peer is what a framing knows about whoever sent one message: the only
 // thing the pipeline's steps differ by.
@@ -141,7 +148,7 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
 	m, derr := decodeMessage(frame)
 	if derr == errParse {
-		return reply{Invalid, errorFrame(id{}, derr)}, true
+		return invalid(id{}, derr), true
 	}
 	if derr != nil {
 		if m.isNotification() {
@@ -181,7 +188,9 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return reply{kind, errorFrame(in.id, verr)}, true
+			r := invalid(in.id, verr)
+			r.kind = kind
+			return r, true
 		}
 	} else {
 		in.version = p.legacyVersion()
@@ -251,7 +260,7 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
 	for i, el := range elems {
 		if firstByte(el) != '{' {
-			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
+			b.put(i, answerErr(id{}, invalidRequest("not a JSON-RPC message")))
 			continue
 		}
 		put := func(r reply) { b.put(i, r) }
@@ -423,10 +432,11 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	return answered(encodeResponse(in.id, append(b, '}'), nil))
 }
 
-// serve runs a request that needs the session (tools/list, tools/call,
-// server/discover) on ctx and encodes its answer. elicit, when set, lets
-// the call's prompts reach a legacy client (docs/SPEC.md §6).
-func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+// serveRequest runs a request that needs the session (tools/list,
+// tools/call, server/discover) on ctx and encodes its answer. elicit, when
+// set, lets the call's prompts reach a legacy client (docs/SPEC.md §6).
+// serve (observe.go) is its one caller.
+func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	if in.array {
 		return answerErr(in.id, invalidParams("params must be an object"))
 	}
@@ -528,7 +538,9 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 		return answerErr(in.id, o.rerr)
 	}
 	b := e.resultHead(make([]byte, 0, 160+len(in.id.raw)+2*o.size()), in, "complete")
-	return answered(e.resultTail(o.appendTo(b), in))
+	r := answered(e.resultTail(o.appendTo(b), in))
+	r.toolError = o.failed()
+	return r
 }
 
 // checkRoundParams refuses input-required round members where no round can
@@ -559,6 +571,14 @@ type toolOutcome struct {
 	env    *domain.Envelope
 	result domain.ToolResult
 	rerr   *Error
+}
+
+// failed reports whether the outcome is a CallToolResult with isError true.
+func (o toolOutcome) failed() bool {
+	if o.env != nil {
+		return !o.env.Success
+	}
+	return o.result.IsError != nil && *o.result.IsError
 }
 
 func toolError(msg string) toolOutcome { return toolOutcome{result: domain.ToolError(msg)} }

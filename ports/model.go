@@ -110,6 +110,16 @@ type AssistantMessage struct {
 	// FinishReason is the endpoint's finish_reason ("stop", "tool_calls",
 	// "length", "content_filter", …), or "" when it sent none.
 	FinishReason string
+
+	// Usage is the token usage the endpoint reported for this request, nil
+	// when it reported none (docs/SPEC.md §11 counts it).
+	Usage *TokenUsage
+}
+
+// TokenUsage is a model request's billable tokens: the prompt's
+// (InputTokens) and the completion's (OutputTokens).
+type TokenUsage struct {
+	InputTokens, OutputTokens int
 }
 
 // ErrNoChoices is the error kind of a model answer that held no choice (an

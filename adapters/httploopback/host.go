@@ -65,6 +65,10 @@ type Options struct {
 	// Logger receives operational logs (never the token, arguments or
 	// answers); nil means the engine's.
 	Logger *slog.Logger
+	// NoHealth turns off the health probes, GET /healthz and /readyz
+	// (docs/SPEC.md §11; [streamable.WithHealth], with the Host rule of
+	// /mcp).
+	NoHealth bool
 }
 
 // Endpoint is where a started host listens and the credential its clients
@@ -159,7 +163,11 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
 	}
 	so.Admit = func(bound netip.AddrPort) http.Handler {
-		return Admission(bound, h.token, logger)(framing)
+		door := Admission(bound, h.token, logger)(framing)
+		if opts.NoHealth {
+			return door
+		}
+		return streamable.WithHealth(door, streamable.HealthOptions{Host: bound.String(), Ready: streamable.CatalogReady(eng)})
 	}
 	if h.srv, err = streamable.NewServer(so); err != nil {
 		return nil, err

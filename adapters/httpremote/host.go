@@ -37,6 +37,11 @@ type Options struct {
 	// client address, arguments or answers (net/http's own debug-level
 	// record of a handler panic names the peer); nil means the engine's.
 	Logger *slog.Logger
+	// NoHealth turns off the health probes, GET /healthz and /readyz
+	// (docs/SPEC.md §11; [streamable.WithHealth], any Host): ready once the
+	// catalog validates and, when the verifier implements
+	// [ports.KeyReadiness], it holds the issuer's keys.
+	NoHealth bool
 }
 
 // Authorization is what makes the host an OAuth 2.0 protected resource.
@@ -176,12 +181,33 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
 	}
-	so.Admit = func(netip.AddrPort) http.Handler { return door.Wrap(framing) }
+	so.Admit = func(netip.AddrPort) http.Handler {
+		if opts.NoHealth {
+			return door.Wrap(framing)
+		}
+		return streamable.WithHealth(door.Wrap(framing), streamable.HealthOptions{Ready: ready(eng, opts.Authorization.Verifier)})
+	}
 	srv, err := streamable.NewServer(so)
 	if err != nil {
 		return nil, err
 	}
 	return &Host{bind: bind, logger: door.logger, door: door, srv: srv}, nil
+}
+
+// ready is the remote host's readiness: the catalog validates, and the
+// verifier (when it fetches keys) holds its issuer's keys.
+func ready(eng *engine.Engine, v ports.AccessTokenVerifier) func(context.Context) string {
+	catalog := streamable.CatalogReady(eng)
+	keys, _ := v.(ports.KeyReadiness)
+	return func(ctx context.Context) string {
+		if why := catalog(ctx); why != "" {
+			return why
+		}
+		if keys != nil && !keys.KeysReady(ctx) {
+			return "keys"
+		}
+		return ""
+	}
 }
 
 type discardAudit struct{}

@@ -259,11 +259,20 @@ func (m *Model) whole(ctx context.Context, creq goopenai.ChatCompletionRequest, 
 	if text != "" {
 		onText(text)
 	}
-	msg := ports.AssistantMessage{Content: text, FinishReason: string(c.FinishReason)}
+	msg := ports.AssistantMessage{Content: text, FinishReason: string(c.FinishReason), Usage: usage(&resp.Usage)}
 	for _, tc := range c.Message.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, ports.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return msg, nil
+}
+
+// usage is the token usage an endpoint reported; nil when it reported none
+// (no usage member, or all zeros).
+func usage(u *goopenai.Usage) *ports.TokenUsage {
+	if u == nil || u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0 {
+		return nil
+	}
+	return &ports.TokenUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 }
 
 func (m *Model) streamed(ctx context.Context, creq goopenai.ChatCompletionRequest, onText func(string)) (ports.AssistantMessage, error) {
@@ -283,6 +292,9 @@ func (m *Model) streamed(ctx context.Context, creq goopenai.ChatCompletionReques
 			return ports.AssistantMessage{}, err
 		}
 		chunks++
+		if u := usage(chunk.Usage); u != nil {
+			acc.usage = u // the last chunk's, when the endpoint sends one
+		}
 		for _, c := range chunk.Choices {
 			if c.Index != 0 {
 				continue // only the first choice is used (n is never asked for)
@@ -318,6 +330,7 @@ type accumulator struct {
 	calls  []*ports.ToolCall
 	index  map[int]*ports.ToolCall
 	finish string
+	usage  *ports.TokenUsage
 }
 
 func (a *accumulator) add(piece goopenai.ToolCall) {
@@ -353,7 +366,7 @@ func (a *accumulator) open() *ports.ToolCall {
 }
 
 func (a *accumulator) message() ports.AssistantMessage {
-	msg := ports.AssistantMessage{Content: a.text.String(), FinishReason: a.finish}
+	msg := ports.AssistantMessage{Content: a.text.String(), FinishReason: a.finish, Usage: a.usage}
 	for _, c := range a.calls {
 		msg.ToolCalls = append(msg.ToolCalls, *c)
 	}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Trace context keys of params._meta (SEP-414): unprefixed, an explicit
+// exception to MCP's rule for _meta keys.
+const (
+	metaTraceParent = "traceparent"
+	metaTraceState  = "tracestate"
+)
+
+// serve runs a request that needs the session (serveRequest), telling the
+// engine's Observer, when there is one, that it starts and how it ends: the
+// one place requests are observed (docs/SPEC.md §11).
+func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+	if e.observe == nil {
+		return e.serveRequest(ctx, p, in, elicit)
+	}
+	ctx, end := e.observe.StartRequest(ctx, observed(in))
+	r := e.serveRequest(ctx, p, in, elicit)
+	end(ports.RequestEnd{ErrorType: errorType(r)})
+	return r
+}
+
+// observed describes in for an Observer: never its arguments.
+func observed(in *inbound) ports.ObservedRequest {
+	r := ports.ObservedRequest{Method: in.method, ProtocolVersion: in.version, RequestID: string(in.id.raw)}
+	if in.method == "tools/call" {
+		if raw, ok := in.param("name"); ok && isString(raw) {
+			r.Tool = unquote(raw)
+		}
+	}
+	if raw, ok := in.metaValue(metaTraceParent); ok && isString(raw) {
+		r.TraceParent = unquote(raw)
+	}
+	if raw, ok := in.metaValue(metaTraceState); ok && isString(raw) {
+		r.TraceState = unquote(raw)
+	}
+	return r
+}
+
+// errorType is r's error.type (the OpenTelemetry MCP conventions): the
+// JSON-RPC code, "tool_error", "cancelled" (no response was sent), or ""
+// for a success.
+func errorType(r reply) string {
+	switch {
+	case r.kind == Cancelled:
+		return "cancelled"
+	case r.code != 0:
+		return strconv.Itoa(r.code)
+	case r.toolError:
+		return "tool_error"
+	}
+	return ""
+}
