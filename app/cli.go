@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // commandLine is the command line as a table. A command is one entry: a
@@ -76,6 +78,9 @@ type invocation struct {
 	fs             *flag.FlagSet // cmd's parsed flags
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// observer, when set, watches what the serve commands serve besides
+	// their own metrics (MainWith).
+	observer ports.Observer
 }
 
 // usageError writes "<path>: <message>" and then the command's usage on
@@ -99,7 +104,21 @@ func (inv *invocation) usageError(format string, a ...any) int {
 // line: the endpoint URL (http), the socket path (unix), the bound address
 // (remote).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	inv := &invocation{root: commandLine, stdin: stdin, stdout: stdout, stderr: stderr}
+	return MainWith(ctx, args, stdin, stdout, stderr, MainOptions{})
+}
+
+// MainOptions extends [MainWith]'s command line.
+type MainOptions struct {
+	// Observer, when set, watches every serve command's engine and agent
+	// (docs/SPEC.md §11) beside its metrics: the otel module's command
+	// passes its tracer here, so the default binary carries no
+	// OpenTelemetry.
+	Observer ports.Observer
+}
+
+// MainWith is [Main] with o.
+func MainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, o MainOptions) int {
+	inv := &invocation{root: commandLine, stdin: stdin, stdout: stdout, stderr: stderr, observer: o.Observer}
 	return commandLine.exec(ctx, commandLine.name, args, inv)
 }
 

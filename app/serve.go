@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/metrics"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -27,6 +28,8 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+
+	*opsFlags // logging and metrics (docs/SPEC.md §11)
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -34,7 +37,7 @@ type serveFlags struct {
 // serve group's help lists them). A flag's usage text names its argument
 // in back quotes, which the help shows as "--flag ARG".
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
-	return &serveFlags{
+	f := &serveFlags{
 		root:       fs.String("root", ".", "serve the files under `DIR`"),
 		submitName: fs.String("submit-name", domain.DefaultSubmitName, "the submission tool's `NAME`"),
 		submitDesc: fs.String("submit-description", domain.DefaultSubmitDescription, "the submission tool's description, a `TEXT`"),
@@ -45,6 +48,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 	}
+	f.opsFlags = addOpsFlags(fs)
+	return f
 }
 
 func (f *serveFlags) submitTool() domain.SubmitTool {
@@ -85,17 +90,35 @@ type served struct {
 	session *servedSession
 	eng     *engine.Engine
 	logger  *slog.Logger
+	metrics *metrics.Metrics // nil without --metrics-listen
+	scrape  *metricsServer
 }
 
 // open opens the session (openSession) and builds the engine from the
-// common flags, logging a failure.
-func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
-	s, ok := f.openSession(logger)
+// common flags, with the metrics (--metrics-listen, whose listener it
+// starts) and inv's observer watching both, logging a failure.
+func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) {
+	addr, on, err := f.metricsAddr()
+	if err != nil {
+		logger.Error(err.Error())
+		return nil, false
+	}
+	srv := &served{logger: logger}
+	if on {
+		srv.metrics = metrics.New(metrics.Options{Version: Version, Runtime: true,
+			ParkedRounds: func() int { return srv.eng.ParkedRounds() }})
+	}
+	var m ports.Observer
+	if srv.metrics != nil {
+		m = srv.metrics
+	}
+	observer := ports.Observers(m, inv.observer)
+	s, ok := f.openSession(logger, observer)
 	if !ok {
 		return nil, false
 	}
 	eng, err := engine.New(s, engine.Options{
-		Name: "agentmcp", Version: Version, Logger: logger,
+		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
 	})
 	if err != nil {
@@ -103,12 +126,21 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 		logger.Error("cannot build the engine", "err", err)
 		return nil, false
 	}
-	return &served{session: s, eng: eng, logger: logger}, true
+	srv.session, srv.eng = s, eng
+	if on {
+		if srv.scrape, err = startMetrics(addr, srv.metrics, logger); err != nil {
+			s.Close()
+			logger.Error("cannot serve metrics", "err", err)
+			return nil, false
+		}
+	}
+	return srv, true
 }
 
 // close shuts the engine down (after the carrier has stopped: what is left
 // are calls parked in input-required rounds) and closes the session.
 func (s *served) close() {
+	defer s.scrape.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	if err := s.eng.Shutdown(ctx); err != nil {
@@ -121,7 +153,7 @@ func (s *served) close() {
 // --model, puts the agent (adapters/agent on adapters/openai) in front of
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
-func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
+func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
 	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "") {
 		logger.Error("--model-url and --system-prompt-file configure the agent, which --model turns on: add --model NAME")
 		return nil, false
@@ -159,7 +191,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger})
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger, Observer: observer})
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot start the agent", "err", err)
@@ -198,12 +230,6 @@ func readSystemPrompt(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return string(b), nil
-}
-
-// newLogger logs text records to stderr: stdout is the carrier's (stdio) or
-// carries only the address line (HTTP).
-func newLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
 // running is a started carrier, as the CLI drives it.

@@ -44,24 +44,28 @@ read it from the token file, which is removed at exit. Every request needs
 		port := fs.Int("port", 0, "TCP port `N` on 127.0.0.1; 0 picks a free one")
 		tokenPath := fs.String("token-file", "", "`PATH` of the file to create (exclusively, mode 0600) for the bearer token; "+
 			"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
+		noHealth := fs.Bool("no-health", false, "do not serve the health probes GET /healthz and /readyz")
 		return func(ctx context.Context, inv *invocation) int {
 			if *port < 0 || *port > 65535 {
 				return inv.usageError("--port must be within 0..65535")
 			}
-			return serveHTTP(ctx, inv, common, *port, *tokenPath)
+			if _, _, err := common.metricsAddr(); err != nil {
+				return inv.usageError("%v", err)
+			}
+			return serveHTTP(ctx, inv, common, *port, *tokenPath, *noHealth)
 		}
 	},
 }
 
-func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, tokenPath string) int {
+func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, tokenPath string, noHealth bool) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	logger := newLogger(stderr)
-	srv, ok := common.open(logger)
+	logger := common.newLogger(stderr)
+	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1
 	}
 	defer srv.close()
-	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port})
+	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port, NoHealth: noHealth})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)
 		return 1

@@ -21,18 +21,20 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 	if e.observe == nil {
 		return e.serveRequest(ctx, p, in, elicit)
 	}
-	ctx, end := e.observe.StartRequest(ctx, observed(in))
+	ctx, end := e.observe.StartRequest(ctx, e.observed(in))
 	r := e.serveRequest(ctx, p, in, elicit)
 	end(ports.RequestEnd{ErrorType: errorType(r)})
 	return r
 }
 
 // observed describes in for an Observer: never its arguments.
-func observed(in *inbound) ports.ObservedRequest {
+func (e *Engine) observed(in *inbound) ports.ObservedRequest {
 	r := ports.ObservedRequest{Method: in.method, ProtocolVersion: in.version, RequestID: string(in.id.raw)}
 	if in.method == "tools/call" {
 		if raw, ok := in.param("name"); ok && isString(raw) {
 			r.Tool = unquote(raw)
+			c := e.validated.Load()
+			r.ToolKnown = c != nil && (c.Has(r.Tool) || c.IsSubmit(r.Tool))
 		}
 	}
 	if raw, ok := in.metaValue(metaTraceParent); ok && isString(raw) {
@@ -42,6 +44,19 @@ func observed(in *inbound) ports.ObservedRequest {
 		r.TraceState = unquote(raw)
 	}
 	return r
+}
+
+// Observer is the engine's Observer (nil when none), for carriers that
+// report connections to it.
+func (e *Engine) Observer() ports.Observer { return e.observe }
+
+// ParkedRounds is how many input-required rounds are parked, waiting for
+// their client's answer (docs/SPEC.md §6), for a gauge.
+func (e *Engine) ParkedRounds() int {
+	if e.rounds == nil {
+		return 0
+	}
+	return e.rounds.Len()
 }
 
 // errorType is r's error.type (the OpenTelemetry MCP conventions): the

@@ -27,6 +27,10 @@ type Observer interface {
 	// StartToolCall is called when the agent runs one of the model's tool
 	// calls through its session.
 	StartToolCall(ctx context.Context, tool string) (context.Context, func(ToolCallEnd))
+	// StartConnection is called when an HTTP host accepts a connection;
+	// the function it returns when the connection closes. transport is
+	// network.transport ("tcp").
+	StartConnection(transport string) func()
 }
 
 // ObservedRequest describes one MCP request, in the OpenTelemetry MCP
@@ -36,9 +40,11 @@ type ObservedRequest struct {
 	// "server/discover".
 	Method string
 	// Tool is gen_ai.tool.name: the tools/call's params.name, "" for other
-	// methods. Names are bounded by the catalog; a name not in it is
-	// reported as given (a tracer may keep it; a metric must not).
-	Tool string
+	// methods. ToolKnown says whether the catalog last validated has it: a
+	// name not in it is the client's text, reported as given (a tracer may
+	// keep it; a metric must not, to bound its cardinality).
+	Tool      string
+	ToolKnown bool
 	// ProtocolVersion is mcp.protocol.version: the revision in force.
 	ProtocolVersion string
 	// RequestID is jsonrpc.request.id: the id's JSON text (a string keeps
@@ -121,6 +127,8 @@ func (NopObserver) StartToolCall(ctx context.Context, _ string) (context.Context
 	return ctx, func(ToolCallEnd) {}
 }
 
+func (NopObserver) StartConnection(string) func() { return func() {} }
+
 var _ Observer = NopObserver{}
 
 // Observers returns an Observer that reports to each of obs in order (nil
@@ -172,6 +180,18 @@ func (t tee) StartModelStep(ctx context.Context, s ObservedModelStep) (context.C
 	return teeStart(ctx, t, func(o Observer, ctx context.Context) (context.Context, func(ModelStepEnd)) {
 		return o.StartModelStep(ctx, s)
 	})
+}
+
+func (t tee) StartConnection(transport string) func() {
+	ends := make([]func(), len(t))
+	for i, o := range t {
+		ends[i] = o.StartConnection(transport)
+	}
+	return func() {
+		for _, end := range ends {
+			end()
+		}
+	}
 }
 
 func (t tee) StartToolCall(ctx context.Context, tool string) (context.Context, func(ToolCallEnd)) {

@@ -160,7 +160,8 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so := l.server
 	so.Name, so.Engine, so.Logger = "httploopback", eng, logger
 	so.Listen = func() (net.Listener, error) {
-		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
+		ln, err := net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
+		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
 	so.Admit = func(bound netip.AddrPort) http.Handler {
 		door := Admission(bound, h.token, logger)(framing)

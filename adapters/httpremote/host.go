@@ -179,7 +179,8 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Name, so.Engine, so.Logger = "httpremote", eng, door.logger
 	so.Conns.ClientOf = door.proxies.connClient
 	so.Listen = func() (net.Listener, error) {
-		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
+		ln, err := net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
+		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
 	so.Admit = func(netip.AddrPort) http.Handler {
 		if opts.NoHealth {

@@ -27,6 +27,8 @@ const (
 	jose     = "github.com/go-jose/go-jose/v4"
 	timeRate = "golang.org/x/time/rate"
 	goOpenAI = "github.com/sashabaranov/go-openai"
+	// promClient is client_golang and what it pulls in.
+	promClient = "github.com/prometheus/..."
 )
 
 var core = []string{"ports", "domain"}
@@ -46,6 +48,7 @@ var Rules = []Rule{
 	{"adapters/workspace", core, "the reference session: ports, domain"},
 	{"adapters/agent", core, "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
 	{"adapters/openai", append([]string{goOpenAI + "/..."}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
+	{"adapters/metrics", append([]string{promClient, "github.com/beorn7/perks/...", "github.com/cespare/xxhash/...", "github.com/munnerz/goautoneg", "golang.org/x/sys/...", "google.golang.org/protobuf/..."}, core...), "Prometheus metrics: client_golang (and its dependencies) and the ports it observes"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/chatscript", nil, "a scripted Chat Completions endpoint for tests: the standard library only"},
