@@ -4,21 +4,25 @@
 #   1. installs the npm packages of the TypeScript SDK client (interop/ts)
 #      with npm ci, only when package-lock.json or Node changed since the
 #      last install;
-#   2. go test -race ./... in the root module;
+#   2. go test -race ./... in the root module (app/cmd/agentmcp's test runs
+#      Debian's prometheus against the binary);
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
-#   4. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
+#   4. go vet and go test -race ./... in otel/, the nested OpenTelemetry
+#      module (the tracer, checked with the SDK's in-memory exporter);
+#   5. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
 #      module: its smoke mode, no timing (every server the benchmarks
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
-#   5. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#   6. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
-#   6. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#   7. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
-# scripts/lib.sh: gcc and libc6-dev for the race detector, npm, and the
+# scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
+# the metrics test, npm, and the
 # Debian packages e2e/run.sh needs, with apt-get when run as root (otherwise
 # it stops with one line naming the package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
@@ -35,10 +39,11 @@ source "$repo/scripts/lib.sh"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "tools: go, gcc, node, npm"
+step "tools: go, gcc, prometheus, node, npm"
 export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
 need_cmd gcc gcc libc6-dev # go test -race needs cgo
+need_cmd prometheus prometheus # app/cmd/agentmcp's metrics test scrapes the binary with it
 need_node
 echo "$(go version); gcc $(gcc -dumpversion); node $(node --version) ($(command -v node)); npm $(npm --version)"
 
@@ -70,6 +75,11 @@ step "go test -race -count=1 ./... (interop module)"
 # -count=1: these tests build and run the root module's binary, which go
 # test's result cache cannot see, so a cached pass could hide a change.
 (cd "$repo/interop" && go test -race -count=1 "$@" ./...)
+
+step "go vet and go test -race ./... (otel module)"
+# The OpenTelemetry instrumentation is a module of its own, so the main
+# module depends on no OpenTelemetry; ./... above does not enter it.
+(cd "$repo/otel" && go vet ./... && go test -race "$@" ./...)
 
 step "go vet and go test -race -count=1 ./... (bench module, smoke mode)"
 # -count=1: the smoke test builds and runs cmd/benchserver and cmd/benchload,
