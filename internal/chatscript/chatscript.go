@@ -99,10 +99,23 @@ type Reply struct {
 	// "stop".
 	Finish string
 
+	// Usage, when set, is the token usage reported: the completion's
+	// "usage" member, or a last chunk with empty choices when streamed
+	// (as OpenAI does with stream_options.include_usage).
+	Usage *Usage
+
 	// Mid, when set, runs after the first piece of the answer has been
 	// sent (streamed) or before anything is sent (whole), with the
 	// request's context: a test holds the answer there.
 	Mid func(ctx context.Context)
+}
+
+// Usage is a reply's reported token usage.
+type Usage struct{ PromptTokens, CompletionTokens int }
+
+func (u *Usage) wire() map[string]any {
+	return map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+		"total_tokens": u.PromptTokens + u.CompletionTokens}
 }
 
 // Server is the scripted endpoint.
@@ -219,8 +232,12 @@ func whole(r Reply) any {
 		}
 		msg["tool_calls"] = calls
 	}
-	return map[string]any{"id": "chatcmpl-script", "object": "chat.completion", "model": "scripted",
+	out := map[string]any{"id": "chatcmpl-script", "object": "chat.completion", "model": "scripted",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish(r)}}}
+	if r.Usage != nil {
+		out["usage"] = r.Usage.wire()
+	}
+	return out
 }
 
 // stream writes r as SSE chunks, flushing each.
@@ -272,6 +289,11 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 		}
 	}
 	send(chunk(delta(map[string]any{}, finish(r))))
+	if r.Usage != nil {
+		last := chunk()
+		last["usage"] = r.Usage.wire()
+		send(last)
+	}
 	io.WriteString(w, "data: [DONE]\n\n")
 }
 
