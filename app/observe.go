@@ -26,7 +26,7 @@ type opsFlags struct {
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 	o := &opsFlags{logFormat: "text"}
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "the least severe log records written: debug, info, warn or error, a `LEVEL`")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "the least severe `LEVEL` of log records written: debug, info, warn or error")
 	fs.Var(&o.logFormat, "log-format", "`FORMAT` of the log records on stderr: text (key=value) or json (one object a line)")
 	o.metricsListen = fs.String("metrics-listen", "", "serve Prometheus metrics at /metrics on this literal `IP:PORT` (a listener of its own, never the MCP port; off by default)")
 	return o

@@ -168,13 +168,13 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 func (m *Metrics) StartRequest(ctx context.Context, r ports.ObservedRequest) (context.Context, func(ports.RequestEnd)) {
 	start := time.Now()
 	m.inFlight.Inc()
-	tool := r.Tool
+	method, tool, version := r.Method, r.Tool, r.ProtocolVersion // the closure keeps these only
 	if tool != "" && !r.ToolKnown {
 		tool = other
 	}
 	return ctx, func(e ports.RequestEnd) {
 		m.inFlight.Dec()
-		m.operation.WithLabelValues(r.Method, tool, e.ErrorType, r.ProtocolVersion).Observe(time.Since(start).Seconds())
+		m.operation.WithLabelValues(method, tool, e.ErrorType, version).Observe(time.Since(start).Seconds())
 	}
 }
 
