@@ -38,7 +38,9 @@ func (j *journal) end(what string) {
 
 func (j *journal) StartTurn(ctx context.Context, t ports.ObservedTurn) (context.Context, func(ports.TurnEnd)) {
 	ctx = j.add(ctx, "turn "+t.Agent+" "+t.Model+" "+t.Provider)
-	return ctx, func(e ports.TurnEnd) { j.end("turn " + strings.Join([]string{itoa(e.Steps), itoa(e.ToolCalls), e.ErrorType}, " ")) }
+	return ctx, func(e ports.TurnEnd) {
+		j.end("turn " + strings.Join([]string{itoa(e.Steps), itoa(e.ToolCalls), e.ErrorType}, " "))
+	}
 }
 
 func (j *journal) StartModelStep(ctx context.Context, s ports.ObservedModelStep) (context.Context, func(ports.ModelStepEnd)) {

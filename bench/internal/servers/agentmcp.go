@@ -14,8 +14,8 @@ import (
 	"net/http"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/adapters/metrics"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/app"

@@ -30,8 +30,8 @@ const (
 	// AgentmcpLoopbackMetrics is the loopback host with its metrics on
 	// (adapters/metrics observing every request).
 	AgentmcpLoopbackMetrics = "agentmcp-loopback-metrics"
-	AgentmcpRemote   = "agentmcp-remote"
-	Agentmcp         = "agentmcp" // stdio
+	AgentmcpRemote          = "agentmcp-remote"
+	Agentmcp                = "agentmcp" // stdio
 )
 
 // HTTPNames are the Streamable HTTP servers StartHTTP knows.
