@@ -21,15 +21,38 @@ import (
 type opsFlags struct {
 	logLevel      slog.Level
 	logFormat     logFormat
-	metricsListen *string
+	metricsListen listenAddr
 }
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 	o := &opsFlags{logFormat: "text"}
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "the least severe `LEVEL` of log records written: debug, info, warn or error")
 	fs.Var(&o.logFormat, "log-format", "`FORMAT` of the log records on stderr: text (key=value) or json (one object a line)")
-	o.metricsListen = fs.String("metrics-listen", "", "serve Prometheus metrics at /metrics on this literal `IP:PORT` (a listener of its own, never the MCP port; off by default)")
+	fs.Var(&o.metricsListen, "metrics-listen", "serve Prometheus metrics at /metrics on this literal `IP:PORT` (a listener of its own, never the MCP port; off by default)")
 	return o
+}
+
+// listenAddr is --metrics-listen: a literal IP:PORT with a port (0 would
+// be a port nobody can scrape), checked as the flag is parsed.
+type listenAddr struct {
+	ap netip.AddrPort
+	on bool
+}
+
+func (a *listenAddr) String() string {
+	if !a.on {
+		return ""
+	}
+	return a.ap.String()
+}
+
+func (a *listenAddr) Set(v string) error {
+	ap, err := netip.ParseAddrPort(v)
+	if err != nil || ap.Port() == 0 {
+		return errors.New("must be a literal IP:PORT with a port, such as 127.0.0.1:9464")
+	}
+	a.ap, a.on = ap, true
+	return nil
 }
 
 // logFormat is --log-format: "text" or "json".
@@ -55,19 +78,6 @@ func (o *opsFlags) newLogger(stderr io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(stderr, opts))
-}
-
-// metricsAddr checks --metrics-listen: empty (off) or a literal IP:PORT
-// with a port (0 would be a port nobody can scrape).
-func (o *opsFlags) metricsAddr() (netip.AddrPort, bool, error) {
-	if *o.metricsListen == "" {
-		return netip.AddrPort{}, false, nil
-	}
-	a, err := netip.ParseAddrPort(*o.metricsListen)
-	if err != nil || a.Port() == 0 {
-		return netip.AddrPort{}, false, errors.New("--metrics-listen must be a literal IP:PORT with a port, such as 127.0.0.1:9464")
-	}
-	return a, true, nil
 }
 
 // metricsServer serves /metrics on a listener of its own.

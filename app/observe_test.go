@@ -64,6 +64,7 @@ func TestOpsFlagErrors(t *testing.T) {
 		{"serve", "http", "--log-format", "xml"},
 		{"serve", "http", "--metrics-listen", "localhost:9464"},
 		{"serve", "http", "--metrics-listen", "127.0.0.1:0"},
+		{"serve", "unix", "--socket", "/nonexistent/s", "--metrics-listen", "nowhere"},
 		{"serve", "remote", "--public-url", "https://a.example/mcp", "--issuer", "https://i.example", "--scope", "s",
 			"--allowed-subject", "x", "--listen", "127.0.0.1:9000", "--metrics-listen", "127.0.0.1:9000"},
 	} {

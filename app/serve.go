@@ -98,11 +98,7 @@ type served struct {
 // common flags, with the metrics (--metrics-listen, whose listener it
 // starts) and inv's observer watching both, logging a failure.
 func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) {
-	addr, on, err := f.metricsAddr()
-	if err != nil {
-		logger.Error(err.Error())
-		return nil, false
-	}
+	addr, on := f.metricsListen.ap, f.metricsListen.on
 	srv := &served{logger: logger}
 	if on {
 		srv.metrics = metrics.New(metrics.Options{Version: Version, Runtime: true,

@@ -49,9 +49,6 @@ read it from the token file, which is removed at exit. Every request needs
 			if *port < 0 || *port > 65535 {
 				return inv.usageError("--port must be within 0..65535")
 			}
-			if _, _, err := common.metricsAddr(); err != nil {
-				return inv.usageError("%v", err)
-			}
 			return serveHTTP(ctx, inv, common, *port, *tokenPath, *noHealth)
 		}
 	},

@@ -102,8 +102,8 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 	if err != nil {
 		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
 	}
-	if m, on, err := common.metricsAddr(); err != nil || on && m == bind {
-		return inv.usageError("--metrics-listen must be a literal IP:PORT with a port, other than --listen")
+	if m := common.metricsListen; m.on && m.ap == bind {
+		return inv.usageError("--metrics-listen must be another address than --listen: metrics never share the MCP port")
 	}
 	logger := common.newLogger(inv.stderr)
 	srv, ok := common.open(logger, inv)
