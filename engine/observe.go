@@ -46,6 +46,23 @@ func (e *Engine) observed(in *inbound) ports.ObservedRequest {
 	return r
 }
 
+// callContext returns the context of a call that outlives its request (a
+// parked call under input-required rounds): ended only by its cancel or by
+// the engine's Shutdown (with its cause). With an Observer it carries req's
+// values, so that what the call reports nests under the request that
+// started it (a tracer's span); req's end does not end it either way.
+func (e *Engine) callContext(req context.Context) (context.Context, context.CancelCauseFunc) {
+	if e.observe == nil {
+		return context.WithCancelCause(e.base)
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req))
+	stop := context.AfterFunc(e.base, func() { cancel(context.Cause(e.base)) })
+	return ctx, func(cause error) {
+		stop()
+		cancel(cause)
+	}
+}
+
 // Observer is the engine's Observer (nil when none), for carriers that
 // report connections to it.
 func (e *Engine) Observer() ports.Observer { return e.observe }

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -86,5 +88,41 @@ func TestObserverSeesRequests(t *testing.T) {
 		if strings.Contains(s, "secret") {
 			t.Errorf("an argument reached the observer: %q", s)
 		}
+	}
+}
+
+// TestObserverContextReachesParkedCalls: under input-required rounds a
+// call outlives its request (docs/SPEC.md §6); it still runs with the
+// context values the Observer gave the request that started it, so a
+// tracer's spans nest (docs/SPEC.md §11), and Shutdown still ends it.
+func TestObserverContextReachesParkedCalls(t *testing.T) {
+	rec := &recorder{}
+	s := &ctxSession{Session: fake.New()}
+	e, err := engine.New(s, engine.Options{Observer: rec, AskClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	h := engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}
+	r := e.Exchange(t.Context(), []byte(`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},`+meta+`}}`), engine.ExchangeOptions{Headers: h})
+	if !strings.Contains(string(r.Body), `"resultType":"complete"`) {
+		t.Fatalf("answer %s", r.Body)
+	}
+	if !reflect.DeepEqual(s.ids, []any{`"r1"`}) {
+		t.Errorf("the parked call ran with the observer's context of %v, want request \"r1\"", s.ids)
+	}
+
+	// A call blocked in the session ends with Shutdown, as without an
+	// Observer.
+	started := s.Started()
+	h.Name = "slow"
+	done := make(chan engine.Reply, 1)
+	go func() {
+		done <- e.Exchange(context.Background(), []byte(`{"jsonrpc":"2.0","id":"r2","method":"tools/call","params":{"name":"slow","arguments":{},`+meta+`}}`), engine.ExchangeOptions{Headers: h})
+	}()
+	waitfor.Value(t, started, 10*time.Second, "the slow call to start")
+	shutdown(t, e)
+	if r := waitfor.Value(t, done, 10*time.Second, "the slow call's answer"); !strings.Contains(string(r.Body), "server is shutting down") {
+		t.Errorf("slow call after Shutdown: %s", r.Body)
 	}
 }
