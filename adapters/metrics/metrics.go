@@ -20,6 +20,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,6 +68,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	operation   *prometheus.HistogramVec
+	ops         sync.Map // opKey → prometheus.Observer: operation's children, found without re-hashing their labels
 	inFlight    prometheus.Gauge
 	conns       *prometheus.GaugeVec
 	refusals    *prometheus.CounterVec
@@ -75,6 +77,20 @@ type Metrics struct {
 	model       *prometheus.HistogramVec
 	tokens      *prometheus.HistogramVec
 	toolCalls   *prometheus.CounterVec
+}
+
+// opKey is one child of the operation histogram: its label values.
+type opKey struct{ method, tool, errorType, version string }
+
+// op returns the operation histogram's child for k. The cache is bounded
+// as the labels are.
+func (m *Metrics) op(k opKey) prometheus.Observer {
+	if o, ok := m.ops.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.operation.WithLabelValues(k.method, k.tool, k.errorType, k.version)
+	m.ops.Store(k, o)
+	return o
 }
 
 // Options configures [New].
@@ -174,7 +190,7 @@ func (m *Metrics) StartRequest(ctx context.Context, r ports.ObservedRequest) (co
 	}
 	return ctx, func(e ports.RequestEnd) {
 		m.inFlight.Dec()
-		m.operation.WithLabelValues(method, tool, e.ErrorType, version).Observe(time.Since(start).Seconds())
+		m.op(opKey{method, tool, e.ErrorType, version}).Observe(time.Since(start).Seconds())
 	}
 }
 
