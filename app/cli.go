@@ -37,7 +37,11 @@ submission tool is refused.
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (elicitation, or input-required rounds). Turn it on only
 when you trust whoever can reach the carrier to approve the session's tool
-calls: an approval lets the session write files under DIR.`,
+calls: an approval lets the session write files under DIR.
+
+--metrics-listen IP:PORT serves Prometheus metrics at /metrics on a listener
+of its own (off by default). The HTTP carriers answer GET /healthz and
+/readyz without a token (--no-health turns them off).`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
