@@ -22,12 +22,11 @@
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
-# the metrics test, npm, and the
-# Debian packages e2e/run.sh needs, with apt-get when run as root (otherwise
+# the metrics test, npm, and the Debian packages e2e/run.sh needs, with apt-get when run as root (otherwise
 # it stops with one line naming the package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
 # 12's is 18), put first on PATH for the whole run.
-# Stops at the first failure. Extra arguments go to the three go test runs,
+# Stops at the first failure. Extra arguments go to the four go test runs,
 # e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
