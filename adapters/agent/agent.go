@@ -262,7 +262,7 @@ type Session struct {
 
 	errFull error // the refusal at MaxTurns
 
-	mu      sync.Mutex // guards running, convs, tick
+	mu      sync.Mutex                   // guards running, convs, tick
 	running map[ports.Principal]*running // the turns in progress, one per conversation
 	convs   map[ports.Principal]*conversation
 	tick    uint64 // last use, for least-recently-used eviction
