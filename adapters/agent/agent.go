@@ -540,9 +540,10 @@ func boundTurn(msgs []ports.Message, budget int) []ports.Message {
 		return msgs
 	}
 	prompt, answer := msgs[0], msgs[len(msgs)-1]
-	prompt.Content = capText(prompt.Content, budget/2)
-	answer.Content = capText(answer.Content, budget/2)
-	answer.ToolCalls = nil
+	half := (budget - len(prompt.Role) - len(answer.Role)) / 2
+	prompt.Content = capText(prompt.Content, half)
+	answer.Content = capText(answer.Content, half)
+	prompt.ToolCalls, prompt.ToolCallID, answer.ToolCalls, answer.ToolCallID = nil, "", nil, ""
 	return []ports.Message{prompt, answer}
 }
 
