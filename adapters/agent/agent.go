@@ -362,19 +362,23 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		attrs = append(attrs, "droppedToolCalls", t.dropped)
 	}
 	if err != nil {
+		cause := logCause(err)
 		switch {
 		case ctx.Err() != nil:
-			err = fmt.Errorf("the turn was cancelled: %w", ctx.Err())
+			err, cause = fmt.Errorf("the turn was cancelled: %w", ctx.Err()), "cancelled"
 		case tctx.Err() != nil:
-			err = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout)
+			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
-		s.log.Info("turn failed", append(attrs, "err", logCause(err))...)
+		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
 	}
 	if t.unanswered.Load() != nil {
 		attrs = append(attrs, "stopped", "a prompt went unanswered")
 	}
-	conv.add(boundTurn(t.msgs, s.opts.HistoryBytes), s.opts.HistoryBytes)
+	// What the conversation keeps of the turn: bounded once, here, so
+	// every holder of finished turns keeps the same bounded messages.
+	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
+	conv.add(kept, s.opts.HistoryBytes)
 	s.log.Info("turn finished", attrs...)
 	return ports.TurnResult{Response: response}, nil
 }
