@@ -1,9 +1,6 @@
 package app_test
 
 import (
-	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +10,6 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
-	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
@@ -54,39 +50,14 @@ func TestRemoteWalkAwayBlocksNoOne(t *testing.T) {
 	access := remoteAccess(iss.URL())
 	access.AllowedSubjects = []string{"alice", "bob", "carol"}
 	access.HTTPClient = iss.Client()
-	host, err := app.NewRemote(eng, remoteOptions(nil), access)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := host.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = host.Stop(ctx)
-	})
+	addr := startRemote(t, eng, nil, access)
 	call := func(sub, tool, args string) string {
 		t.Helper()
 		tok := iss.token(t, false, func(c map[string]any) { c["sub"] = sub })
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args +
 			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr.String()+"/team/agent/mcp", strings.NewReader(body))
-		req.Host = "mcp.example.test"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", tool)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, got := postMCP(t, addr, tok, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+		return got
 	}
 	if got := call("alice", "agent_submit", `{"prompt":"write x.txt"}`); !strings.Contains(got, `"input_required"`) {
 		t.Fatalf("alice's turn = %s, want it parked on her approval", got)

@@ -846,24 +846,22 @@ func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
 // one answers (the client walked away) settles closed then, not at the end
 // of the turn or of the carrier's round.
 func (c toolCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
-	actx, cancel := c.bounded(ctx)
-	defer cancel()
-	d := c.Caller.RequestPermission(actx, p)
-	c.settled(ctx, actx, "permission")
-	return d
+	return bounded(ctx, c, "permission", func(ctx context.Context) domain.Decision { return c.Caller.RequestPermission(ctx, p) })
 }
 
 // Ask asks on a ctx bounded by ApprovalTimeout, as RequestPermission.
 func (c toolCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
-	actx, cancel := c.bounded(ctx)
-	defer cancel()
-	a := c.Caller.Ask(actx, p)
-	c.settled(ctx, actx, "question")
-	return a
+	return bounded(ctx, c, "question", func(ctx context.Context) domain.Answer { return c.Caller.Ask(ctx, p) })
 }
 
-func (c toolCaller) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.turn.s.opts.ApprovalTimeout)
+// bounded runs ask on ctx bounded by ApprovalTimeout and notes a prompt
+// that ran out of it while the turn itself went on.
+func bounded[T any](ctx context.Context, c toolCaller, kind string, ask func(context.Context) T) T {
+	actx, cancel := context.WithTimeout(ctx, c.turn.s.opts.ApprovalTimeout)
+	defer cancel()
+	answer := ask(actx)
+	c.settled(ctx, actx, kind)
+	return answer
 }
 
 // settled notes a prompt that ran out of ApprovalTimeout while the turn
