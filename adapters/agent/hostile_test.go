@@ -87,17 +87,24 @@ func TestHostileStepCallsStayBounded(t *testing.T) {
 // TestLongTurnStaysBounded: an obedient turn of many steps of many large
 // reads keeps within the turn's bound while it runs, and the conversation
 // keeps at most its history bound of it afterwards, with every call still
-// answered (issue 25, item 3). Default options.
+// answered (issue 25, item 3). The bounds are the defaults divided by 16
+// (results of 4 KiB, a turn of 128 KiB, a history of 16 KiB), so the test
+// moves 16 times fewer bytes; docs/ARCHITECTURE.md measures the defaults.
 func TestLongTurnStaysBounded(t *testing.T) {
-	const steps = 8
+	const steps, scale = 8, 16
+	opts := agent.Options{
+		MaxToolResultBytes: agent.DefaultMaxToolResultBytes / scale,
+		TurnBytes:          agent.DefaultTurnBytes / scale,
+		HistoryBytes:       agent.DefaultHistoryBytes / scale,
+	}
 	files := map[string]string{}
 	var reads []string
 	for i := range agent.DefaultMaxToolCallsPerStep {
 		name := fmt.Sprintf("f%02d.txt", i)
-		files[name] = strings.Repeat(fmt.Sprintf("line %02d of a large file\n", i), 3000) // ~75 KB, cut to 64 KiB
+		files[name] = strings.Repeat(fmt.Sprintf("line %02d of a large file\n", i), 200) // 5 KB, cut to 4 KiB
 		reads = append(reads, "read_file", fmt.Sprintf(`{"path":%q}`, name))
 	}
-	r := newRig(t, rigOptions{files: files, answer: func(req *chatscript.Request) chatscript.Reply {
+	r := newRig(t, rigOptions{agent: opts, files: files, answer: func(req *chatscript.Request) chatscript.Reply {
 		switch {
 		case req.LastUser() == "next":
 			return text("fresh")
@@ -108,17 +115,18 @@ func TestLongTurnStaysBounded(t *testing.T) {
 	}})
 	r.turn(t, "read everything, again and again", nil)
 	reqs := r.srv.Requests()
-	// Each step adds ~1 MiB of results; the turn keeps at most 2 MiB before
-	// a step adds its own.
-	if n := maxBody(reqs); n > 3<<20+512<<10 {
-		t.Errorf("a request body of the turn reached %d bytes; the running turn is not bounded", n)
+	// Each step adds 16 results of 4 KiB (64 KiB); the turn keeps at most
+	// TurnBytes before a step adds its own. Unbounded, the last request
+	// would carry 7 steps (448 KiB).
+	if n, limit := maxBody(reqs), opts.TurnBytes+96<<10; n > limit {
+		t.Errorf("a request body of the turn reached %d bytes (limit %d); the running turn is not bounded", n, limit)
 	}
 	if got := r.turn(t, "next", nil); got != "fresh" {
 		t.Fatalf("next turn = %q", got)
 	}
 	next := r.srv.Requests()[len(reqs)]
-	if n := len(next.Body); n > agent.DefaultHistoryBytes+64<<10 {
-		t.Errorf("the next prompt's request is %d bytes; the finished turn was kept unbounded", n)
+	if n, limit := len(next.Body), opts.HistoryBytes+16<<10; n > limit {
+		t.Errorf("the next prompt's request is %d bytes (limit %d); the finished turn was kept unbounded", n, limit)
 	}
 	checkToolCallsAnswered(t, next)
 	if !strings.Contains(contents(next), "read everything, again and again") || !strings.Contains(contents(next), "read them all") {
