@@ -402,3 +402,17 @@ func TestLogFormHoldsNothingTheEndpointWrote(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentsAsObject: a server that streams a call's arguments as a
+// JSON object (Ollama's native shape) instead of a string fails the step
+// with the "not a chat completion" error, naming the endpoint (docs/SPEC.md
+// §9, streamed shapes).
+func TestArgumentsAsObject(t *testing.T) {
+	sse := `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":{"path":"a.txt"}}}]}}]}` +
+		"\n\ndata: [DONE]\n\n"
+	srv := chatscript.Script(t, chatscript.Reply{Body: sse})
+	_, _, err := step(t, newModel(t, srv.URL, openai.Options{}))
+	if err == nil || !strings.Contains(err.Error(), "not a chat completion") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("Step = %v, want the not-a-chat-completion error naming the endpoint", err)
+	}
+}
