@@ -464,9 +464,9 @@ func (s *Session) conversation(p ports.Principal) *conversation {
 	return c
 }
 
-// conversation is one principal's history: whole turns, oldest first. It is
-// only touched by the running turn (one at a time), under Session.mu for
-// the map itself.
+// conversation is one principal's history: the messages of finished turns,
+// each bounded by boundTurn, oldest first. Only its principal's running turn
+// touches it (one per conversation); the map itself is under Session.mu.
 type conversation struct {
 	used  uint64
 	mu    sync.Mutex
