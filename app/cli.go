@@ -29,8 +29,9 @@ says otherwise), which is refused until a model backend is configured.
 OpenAI-compatible Chat Completions endpoint: --model-url URL (default
 $OPENAI_BASE_URL, else https://api.openai.com/v1; Ollama:
 http://127.0.0.1:11434/v1), the key from OPENAI_API_KEY only,
---system-prompt-file PATH to replace its system prompt. Without --model the
-submission tool is refused.
+--system-prompt-file PATH to replace its system prompt, --max-turns N for
+the turns run at once (one per principal's conversation; default 4). Without
+--model the submission tool is refused.
 
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (elicitation, or input-required rounds). Turn it on only

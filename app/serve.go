@@ -27,6 +27,7 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+	maxTurns                          *int
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -44,6 +45,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
+			"more are refused as busy (needs --model)"),
 	}
 }
 
@@ -122,8 +125,12 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "") {
-		logger.Error("--model-url and --system-prompt-file configure the agent, which --model turns on: add --model NAME")
+	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns) {
+		logger.Error("--model-url, --system-prompt-file and --max-turns configure the agent, which --model turns on: add --model NAME")
+		return nil, false
+	}
+	if *f.maxTurns < 1 {
+		logger.Error("--max-turns must be at least 1")
 		return nil, false
 	}
 	var systemPrompt string
@@ -159,7 +166,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger})
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns, Logger: logger})
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot start the agent", "err", err)
@@ -174,7 +181,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	}
 	d := model.Describe()
 	logger.Info("agent on: "+*f.submitName+" runs turns of the model", "model", d.Model, "endpoint", d.Endpoint,
-		"apiKey", keyNote, "systemPrompt", promptNote)
+		"apiKey", keyNote, "systemPrompt", promptNote, "maxTurns", *f.maxTurns)
 	return &servedSession{Session: a, ws: ws}, true
 }
 

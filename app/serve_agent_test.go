@@ -163,6 +163,8 @@ func TestServeModelFlagErrors(t *testing.T) {
 		{"--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"},
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", empty},
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", filepath.Join(t.TempDir(), "missing")},
+		{"--max-turns", "2"},
+		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--max-turns", "0"},
 	} {
 		var stderr syncbuf.Buffer
 		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, args...), strings.NewReader(""), io.Discard, &stderr)

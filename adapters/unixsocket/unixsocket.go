@@ -55,6 +55,7 @@ type Server struct {
 	mu       sync.Mutex // guards ln and err; taken by Start whole
 	used     bool
 	ln       net.Listener
+	made     os.FileInfo // the socket file Start created, to remove only it
 	err      error
 	done     chan struct{} // closed when serving has ended
 	doneOnce sync.Once
@@ -94,6 +95,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln = ln
+	s.made, _ = os.Lstat(s.opts.Path) // nil if it is already gone: then Stop removes nothing
 	go s.accept(ln)
 	return nil
 }
@@ -112,14 +114,19 @@ func (s *Server) listen(ctx context.Context) (net.Listener, error) {
 		}
 		_ = os.Remove(s.opts.Path) // stale: nothing answers on it
 	}
-	ln, err := net.Listen("unix", s.opts.Path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.opts.Path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("unixsocket: %w", err)
 	}
+	// Closing the listener must not unlink the path: by then it may name
+	// another server's socket. Stop removes the file only if it is the one
+	// made here (removeOwn).
+	ln.SetUnlinkOnClose(false)
 	// Every peer is checked below, so the moment before the mode narrows
 	// admits nobody else either.
 	if err := os.Chmod(s.opts.Path, 0o600); err != nil {
 		ln.Close()
+		_ = os.Remove(s.opts.Path) // just made, nothing else can be there yet
 		return nil, fmt.Errorf("unixsocket: %w", err)
 	}
 	return ln, nil
@@ -164,14 +171,17 @@ func (s *Server) end(err error) {
 	s.doneOnce.Do(func() { s.err = err; close(s.done) })
 }
 
-// Stop stops accepting, removes the socket file, stops every connection
+// Stop stops accepting, removes the socket file if it is still the one
+// Start made (the same file, compared by device and inode: a file put there
+// since, such as another server's socket, stays), stops every connection
 // (calls in flight are cancelled; a tools/call still answers "server is
 // shutting down") and waits for them, or for ctx. Safe to repeat, and
 // before Start (which then fails).
 func (s *Server) Stop(ctx context.Context) error {
 	s.cancel()
 	s.mu.Lock()
-	ln := s.ln
+	ln, made := s.ln, s.made
+	s.made = nil
 	if !s.used {
 		s.used = true
 		s.end(nil)
@@ -179,12 +189,26 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	if ln != nil {
 		ln.Close()
+		removeOwn(s.opts.Path, made)
 	}
 	select {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// removeOwn removes path if it is still the file made (nil: nothing to
+// remove). Between the check and the removal another server could replace
+// the file; the window is one system call wide and needs a third party to
+// remove a live socket first, the case this guards against.
+func removeOwn(path string, made os.FileInfo) {
+	if made == nil {
+		return
+	}
+	if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, made) {
+		_ = os.Remove(path)
 	}
 }
 

@@ -319,3 +319,24 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// TestStopRemovesOnlyItsOwnSocket: server A's socket file is removed by
+// someone else (a temp cleaner, a person) and server B starts on the same
+// path; stopping A leaves B's socket in place and B still serves (issue 25,
+// item 8). Stop removes a socket file only when it is the one Start made.
+func TestStopRemovesOnlyItsOwnSocket(t *testing.T) {
+	a, path := serve(t, fake.New(), unixsocket.Options{})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, fake.New(), unixsocket.Options{Path: path}) // B
+	if err := a.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("B's socket file after A's Stop: %v", err)
+	}
+	if m := dial(t, path).call(t, ping); m["result"] == nil {
+		t.Errorf("B after A's Stop: %v", m)
+	}
+}

@@ -9,7 +9,7 @@
 //	agentmcp help [COMMAND...]   (or -h, --help after any command)
 //
 // Every serve command also takes --model NAME [--model-url URL]
-// [--system-prompt-file PATH]: the agent behind agent_submit, on an
+// [--system-prompt-file PATH] [--max-turns N]: the agent behind agent_submit, on an
 // OpenAI-compatible endpoint (the key from OPENAI_API_KEY).
 //
 // Flags take one dash or two (-root, --root). Help goes to stdout with
