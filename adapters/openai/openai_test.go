@@ -154,7 +154,7 @@ func TestErrorsAreClean(t *testing.T) {
 		{"in-stream error", chatscript.Reply{Body: `data: {"error":{"message":"context length exceeded for ` + fakeKey + `"}}` + "\n\n"}, openai.Options{}, "reported an error in its answer: context length exceeded for [redacted]"},
 		{"redirect", chatscript.Reply{Status: 307, Header: map[string]string{"Location": "https://elsewhere.example/v1/chat/completions"}}, openai.Options{}, "redirects to https://elsewhere.example, which is not followed"},
 		{"oversize", chatscript.Reply{Text: strings.Repeat("word ", 400)}, openai.Options{MaxResponseBytes: 1000}, "answered more than 1000 bytes"},
-		{"slow", chatscript.Reply{Text: "late", Mid: func(ctx context.Context) { <-ctx.Done() }}, openai.Options{RequestTimeout: 50 * time.Millisecond}, "did not finish answering within 50ms"},
+		{"slow", chatscript.Reply{Text: "late", Mid: func(ctx context.Context) { <-ctx.Done() }}, openai.Options{RequestTimeout: time.Second}, "did not finish answering within 1s"},
 		{"not JSON", chatscript.Reply{Body: "data: {not json\n\n"}, openai.Options{}, "not a chat completion"},
 		{"not SSE", chatscript.Reply{Body: `{"id":"x","choices":[]}`}, openai.Options{}, "not a chat completion"},
 		{"400 echoing the key", chatscript.Reply{Status: 400, Body: `{"error":{"message":"bad key sk-live-abcdefgh and ` + fakeKey + `"}}`}, openai.Options{}, "HTTP 400 Bad Request: bad key [redacted] and [redacted]"},
