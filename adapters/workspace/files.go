@@ -520,7 +520,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 		Tool:    "write_file",
 		Summary: summary,
 		Arguments: []domain.Argument{
-			{Name: "path", Value: p.display},
+			{Name: "path", Value: p.display, Path: true},
 			{Name: "content", Value: content, Contents: true},
 		},
 	}

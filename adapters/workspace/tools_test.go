@@ -330,7 +330,7 @@ func TestWriteFile(t *testing.T) {
 			Tool:    "write_file",
 			Summary: "Create a file in the workspace",
 			Arguments: []domain.Argument{
-				{Name: "path", Value: "dir/new.txt"},
+				{Name: "path", Value: "dir/new.txt", Path: true},
 				{Name: "content", Value: "new\n", Contents: true},
 			},
 		}
