@@ -384,7 +384,10 @@ func TestWriteFile(t *testing.T) {
 			}
 			fail(t, invoke(t, s, "write_file", `{"path":"`+path+`","content":"evil"}`, c.caller), `Permission denied: writing "`+path+`" was not allowed`)
 		}
+		// A closed Caller: the refusal says what would let the write through.
 		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "Permission denied")
+		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "--ask-client")
+		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "2026-07-28 client")
 		if b, _ := os.ReadFile(filepath.Join(root, "old.txt")); string(b) != "replaced" {
 			t.Errorf("denied write changed old.txt to %q", b)
 		}
