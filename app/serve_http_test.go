@@ -120,6 +120,30 @@ func TestServeHTTP(t *testing.T) {
 	if status != 400 { // modern without its headers: -32020
 		t.Errorf("modern without headers: %d %s", status, b)
 	}
+	// The README's 2026-07-28 curl example: the three headers mirror the body.
+	for _, c := range []struct{ method, name, body string }{
+		{"server/discover", "", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{"tools/call", "read_file", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+	} {
+		req, _ := http.NewRequest("POST", r.url, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"resultType":"complete"`) {
+			t.Errorf("modern %s: %d %s", c.method, resp.StatusCode, b)
+		}
+	}
 
 	if code := r.stop(t); code != 0 {
 		t.Errorf("exit code %d; stderr:\n%s", code, r.stderr)
