@@ -459,3 +459,26 @@ func (allowAfter) Principal() ports.Principal                          { return 
 func answer(text string) func(domain.AskPrompt) domain.Answer {
 	return func(domain.AskPrompt) domain.Answer { return domain.Answer{Text: text, Answered: true} }
 }
+
+// TestWriteFileDialogShowsTheFile: the dialog the engine renders for a
+// write to a deep path shows the name of the file the write lands in —
+// the permission prompt and, for an existing file, the overwrite question
+// (docs/SPEC.md §6 "Forms"; a dialog cut to the path's first 200
+// characters hid it).
+func TestWriteFileDialogShowsTheFile(t *testing.T) {
+	deep := strings.Repeat("a-rather-long-directory/", 11) + "the-file-approved.txt"
+	s, _ := newSession(t, map[string]string{deep: "old"})
+	rec := &porttest.Recorder{Allow: true, Answer: answer(workspace.OverwriteAnswer)}
+	var res writeResult
+	succeed(t, invoke(t, s, "write_file", `{"path":"`+deep+`","content":"new"}`, rec), &res)
+	perms, asks := rec.Requests()
+	if len(perms) != 1 || len(asks) != 1 {
+		t.Fatalf("prompts = %+v, %+v; want one permission prompt and one question", perms, asks)
+	}
+	if msg := domain.PermissionForm(perms[0]).Message; !strings.Contains(msg, `directory/the-file-approved.txt"`) {
+		t.Errorf("the permission dialog hides the file:\n%s", msg)
+	}
+	if f, _ := domain.AskForm(asks[0]); !strings.Contains(f.Message, "the-file-approved.txt. Overwrite it or keep it?") {
+		t.Errorf("the overwrite question hides the file:\n%s", f.Message)
+	}
+}
