@@ -96,16 +96,17 @@ need_node() {
 #
 #   steps_begin [LOG]        every step's output goes to LOG (default: a new
 #                            file in $TMPDIR), named on the first line
-#   run_step NAME CMD...     runs CMD (a command or a function, in this shell,
-#                            so what it exports stays) with its output
-#                            appended to the log, then prints one line:
-#                            "ok    NAME   12s"; lines CMD writes to fd 3
+#   run_step NAME CMD...     prints NAME, runs CMD (a command or a function,
+#                            in this shell, so what it exports stays) with
+#                            its output appended to the log, then ends the
+#                            line with "ok  12s"; lines CMD writes to fd 3
 #                            are printed below it (a step's own summary)
 #
-# A step that fails ends the script (set -e): the EXIT trap prints
-# "FAIL  NAME  12s (exit N)" and the last STEP_TAIL_LINES (default 80)
-# lines of that step's output, so a CI log shows what broke without the
-# rest, which stays in the log file.
+# The name is printed before the step runs, so a CI log shows which step a
+# long run is in. A step that fails ends the script (set -e): the EXIT trap
+# ends its line with "FAIL  12s (exit N)" and prints the last
+# STEP_TAIL_LINES (default 80) lines of that step's output, so a CI log
+# shows what broke without the rest, which stays in the log file.
 steps_begin() {
 	steps_log="${1:-$(mktemp "${TMPDIR:-/tmp}/agentmcp-test.XXXXXX")}"
 	: >"$steps_log"
@@ -129,21 +130,22 @@ run_step() {
 	steps_from=$(($(wc -l <"$steps_log") + 1))
 	steps_start=$SECONDS
 	printf '\n==> %s\n' "$steps_current" >>"$steps_log"
-	local notes
-	notes="$(mktemp "${TMPDIR:-/tmp}/agentmcp-step.XXXXXX")"
-	"$@" >>"$steps_log" 2>&1 3>"$notes"
-	printf 'ok    %-64s %7s\n' "$steps_current" "$(steps_elapsed)"
-	sed 's/^/      /' "$notes"
-	rm -f "$notes"
+	printf '%-66s ' "$steps_current"
+	steps_notes="$(mktemp "${TMPDIR:-/tmp}/agentmcp-step.XXXXXX")"
+	"$@" >>"$steps_log" 2>&1 3>"$steps_notes"
+	printf 'ok    %6s\n' "$(steps_elapsed)"
+	sed 's/^/    /' "$steps_notes"
+	rm -f "$steps_notes"
 	steps_current=""
 }
 
 steps_on_exit() {
 	local rc=$?
 	if ((rc != 0)) && [[ -n "${steps_current:-}" ]]; then
-		printf 'FAIL  %-64s %7s (exit %d)\n' "$steps_current" "$(steps_elapsed)" "$rc"
-		printf '      the last %d lines of its output (all of it in %s):\n' "${STEP_TAIL_LINES:-80}" "$steps_log"
-		tail -n +"$steps_from" "$steps_log" | tail -n "${STEP_TAIL_LINES:-80}" | sed 's/^/      | /'
+		printf 'FAIL  %6s (exit %d)\n' "$(steps_elapsed)" "$rc"
+		printf '    the last %d lines of its output (all of it in %s):\n' "${STEP_TAIL_LINES:-80}" "$steps_log"
+		tail -n +"$steps_from" "$steps_log" | tail -n "${STEP_TAIL_LINES:-80}" | sed 's/^/    | /'
+		rm -f "${steps_notes:-}"
 	fi
 	return "$rc"
 }
