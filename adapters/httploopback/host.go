@@ -7,12 +7,14 @@
 // read:
 //
 //	headers over 16 KiB                              431, empty
-//	request target not exactly /mcp                  403, empty
-//	Host not exactly 127.0.0.1:<port>                403, empty
-//	Origin present and not http://127.0.0.1:<port>   403, empty
-//	Authorization not "Bearer <token>"               401, empty, no WWW-Authenticate
+//	request target not exactly /mcp                  403, a hint
+//	Host not exactly 127.0.0.1:<port>                403, a hint
+//	Origin present and not http://127.0.0.1:<port>   403, a hint
+//	Authorization not "Bearer <token>"               401, a hint, no WWW-Authenticate
 //
-// and then the framing's own checks (docs/SPEC.md §4). The 401 deliberately carries
+// and then the framing's own checks (docs/SPEC.md §4). A hint is one line
+// of text saying what to do (the endpoint to use, where the token comes
+// from); each refusal is also logged, at a bounded rate (see [Admission]). The 401 deliberately carries
 // no WWW-Authenticate: a challenge would send MCP clients into OAuth
 // discovery against a host that has no authorization server. The Host and
 // Origin checks defeat DNS rebinding (docs/SPEC.md K8): a page on evil.example that
