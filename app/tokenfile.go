@@ -39,6 +39,20 @@ var tokenPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // errTokenFileInUse: a running host holds the token file.
 var errTokenFileInUse = errors.New("a running agentmcp serves with this token file")
 
+// lockMode is how lockFile (tokenlock_*.go) locks a token file.
+type lockMode int
+
+const (
+	sharedLock lockMode = iota
+	exclusiveLock
+)
+
+// Errors of lockFile.
+var (
+	errWouldBlock      = errors.New("locked by another process")
+	errLockUnsupported = errors.New("file locks are not supported here")
+)
+
 // tokenFile is the token file this process uses. It stays open (and, per
 // run, locked) until close: while it is open its inode cannot be reused, so
 // a file put in its place is never mistaken for it.

@@ -3,21 +3,8 @@
 package app
 
 import (
-	"errors"
 	"io/fs"
 	"os"
-)
-
-type lockMode int
-
-const (
-	sharedLock lockMode = iota
-	exclusiveLock
-)
-
-var (
-	errWouldBlock      = errors.New("locked by another process")
-	errLockUnsupported = errors.New("file locks are not supported here")
 )
 
 // lockFile cannot tell a stale token file from one in use here: an existing

@@ -9,18 +9,6 @@ import (
 	"syscall"
 )
 
-type lockMode int
-
-const (
-	sharedLock lockMode = iota
-	exclusiveLock
-)
-
-var (
-	errWouldBlock      = errors.New("locked by another process")
-	errLockUnsupported = errors.New("file locks are not supported here")
-)
-
 // lockFile takes an advisory lock (flock(2)) on f without waiting. The
 // kernel drops it when the process ends, however it ends: that is how a
 // token file left by a killed host is told from one a running host uses.
