@@ -36,7 +36,8 @@ the turns run at once (one per principal's conversation; default 4). Without
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (elicitation, or input-required rounds). Turn it on only
 when you trust whoever can reach the carrier to approve the session's tool
-calls: an approval lets the session write files under DIR.`,
+calls: an approval lets the session write files under DIR. Over HTTP only
+2026-07-28 clients can be asked; the start-up log says who can approve.`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},

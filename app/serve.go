@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	maxTurns                          *int
+	noModelProbe                      *bool
+
+	carrier string // the serve command's name ("stdio", "http", ...), set by check
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -47,6 +51,58 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
+		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
+			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
+	}
+}
+
+// check finishes the common flags once they are parsed, for the serve
+// command inv runs: a usage error (exit 2, returned with false) for a
+// submission tool name that breaks docs/SPEC.md §2's rule or an empty
+// --model; --root made absolute, so logs and the workspace name the
+// directory actually served.
+func (f *serveFlags) check(inv *invocation) (int, bool) {
+	f.carrier = inv.cmd.name
+	if _, err := f.submitTool().Resolve(); err != nil {
+		return inv.usageError("--submit-name %q: the name must match ^[A-Za-z0-9._-]{1,128}$", *f.submitName), false
+	}
+	modelSet := false
+	inv.fs.Visit(func(fl *flag.Flag) { modelSet = modelSet || fl.Name == "model" })
+	if modelSet && strings.TrimSpace(*f.model) == "" {
+		return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
+	}
+	if abs, err := filepath.Abs(*f.root); err == nil {
+		*f.root = abs
+	}
+	return 0, true
+}
+
+// approvalCarriers are the serve commands whose clients are asked over
+// HTTP, where only 2026-07-28 clients can be (docs/SPEC.md §6).
+var approvalCarriers = map[string]string{
+	"stdio":  "stream",
+	"unix":   "stream",
+	"http":   "http",
+	"remote": "http",
+}
+
+// logApprovals logs, at start, who can approve the session's writes on
+// this carrier (docs/SPEC.md §6): nobody without --ask-client; on HTTP only
+// 2026-07-28 clients — a 2025-era HTTP client (the TypeScript SDK v1, v2 in
+// its legacy mode, LangChain, mcp-use, Claude Code's HTTP client) cannot
+// be asked, so its writes, and its agent's, are refused.
+func (f *serveFlags) logApprovals(logger *slog.Logger) {
+	switch {
+	case !*f.askClient:
+		logger.Info("approvals off: write_file is refused, for clients and the agent alike; " +
+			"start with --ask-client to let the calling client approve writes")
+	case approvalCarriers[f.carrier] == "http":
+		logger.Warn("approvals: only 2026-07-28 clients can approve writes on this carrier (input-required rounds); " +
+			"a 2025-era HTTP client (TypeScript SDK v1, LangChain, mcp-use, Claude Code over HTTP) cannot be asked, " +
+			"so its writes are refused: serve it over stdio or a Unix socket to approve writes")
+	default:
+		logger.Info("approvals: the calling client approves writes when it declared form elicitation (2025-06-18 or later) " +
+			"or speaks 2026-07-28; other clients' writes are refused")
 	}
 }
 
@@ -106,6 +162,7 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 		logger.Error("cannot build the engine", "err", err)
 		return nil, false
 	}
+	f.logApprovals(logger)
 	return &served{session: s, eng: eng, logger: logger}, true
 }
 
@@ -182,6 +239,13 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	d := model.Describe()
 	logger.Info("agent on: "+*f.submitName+" runs turns of the model", "model", d.Model, "endpoint", d.Endpoint,
 		"apiKey", keyNote, "systemPrompt", promptNote, "maxTurns", *f.maxTurns)
+	if key == "" && isHosted(d.Endpoint) {
+		logger.Warn("no OPENAI_API_KEY: the hosted endpoint will refuse every turn; set OPENAI_API_KEY, "+
+			"or point --model-url at a local server (Ollama http://127.0.0.1:11434/v1)", "endpoint", d.Endpoint)
+	}
+	if !*f.noModelProbe {
+		probeModel(context.Background(), http.DefaultTransport, d.Endpoint, key, logger)
+	}
 	return &servedSession{Session: a, ws: ws}, true
 }
 

@@ -96,6 +96,9 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 	case len(f.subjects) == 0 && len(f.clients) == 0:
 		return inv.usageError("at least one --allowed-subject or --allowed-client is required: issuer, audience and scope alone would admit anyone the issuer serves")
 	}
+	if code, ok := common.check(inv); !ok {
+		return code
+	}
 	bind, err := netip.ParseAddrPort(*f.listen)
 	if err != nil {
 		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")

@@ -22,6 +22,9 @@ SIGTERM ends it with status 0; a closed stdout ends it with status 1.`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		common := addServeFlags(fs)
 		return func(ctx context.Context, inv *invocation) int {
+			if code, ok := common.check(inv); !ok {
+				return code
+			}
 			return serveStdio(ctx, inv, common)
 		}
 	},

@@ -15,21 +15,42 @@ import (
 // for. The engine, not the session or the model, turns it into text: Value
 // is quoted with control and bidirectional characters escaped and cut to
 // MaxExcerpt characters; when Contents is set (file contents, large blobs)
-// only its size and SHA-256 are shown, never the bytes (docs/SPEC.md §6 "Forms").
+// only its size and SHA-256 are shown, never the bytes; when Path is set
+// (a file the call writes or reads) the value is rendered by [PathExcerpt],
+// which always shows its final element whole, so the person sees which file
+// they approve (docs/SPEC.md §6 "Forms").
 type Argument struct {
 	Name     string
 	Value    string
 	Contents bool
+	Path     bool
 }
 
 // MaxExcerpt bounds each quoted excerpt in a prompt message, in characters.
+// A longer text keeps its first and last MaxExcerpt/2 characters.
 const MaxExcerpt = 200
+
+// Bounds of [PathExcerpt], in characters: a path up to MaxExcerpt shows
+// whole; a longer one keeps its first pathHead characters and its last
+// pathTail, extended back to the start of its final element when that is
+// longer, up to maxPathTail. No file system agentmcp runs on takes a name
+// longer than 255 bytes (NAME_MAX), so maxPathTail never cuts the name of a
+// file that can be written.
+const (
+	pathHead    = 40
+	pathTail    = 160
+	maxPathTail = 1024
+)
 
 // Form is an MCP form-mode elicitation (elicitation/create params without
 // mode): the message shown to the user and the flat schema of the answer.
+// RequestedSchema20250618, when set, replaces RequestedSchema for a client
+// that negotiated 2025-06-18, whose schema lacks what RequestedSchema uses
+// (titled enums).
 type Form struct {
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	Message                 string          `json:"message"`
+	RequestedSchema         json.RawMessage `json:"requestedSchema"`
+	RequestedSchema20250618 json.RawMessage `json:"-"`
 }
 
 // Answer keys and values of the forms (docs/SPEC.md §6).
@@ -40,37 +61,87 @@ const (
 	DenyVal      = "deny"
 )
 
-var permissionSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}`)
+// The permission form's schema (docs/SPEC.md §6): MCP 2025-11-25's titled
+// single-select enum (oneOf of const and title), so clients show "Allow
+// once" and "Deny" rather than the values. 2025-06-18 has no titled enum;
+// its EnumSchema names the values with enumNames instead.
+var (
+	permissionSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","title":"Decision",` +
+		`"oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}`)
+	permissionSchema20250618 = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","title":"Decision",` +
+		`"enum":["allow_once","deny"],"enumNames":["Allow once","Deny"]}},"required":["decision"]}`)
+)
 
-// Excerpt renders s for a prompt message: at most MaxExcerpt characters,
-// quoted, with control, non-printable and bidirectional characters escaped,
-// so text the model chose cannot break out of its quotes or reorder the
-// dialog. A cut is marked with "…" after the closing quote.
+// Excerpt renders s for a prompt message: quoted, with control,
+// non-printable and bidirectional characters escaped, so text the model
+// chose cannot break out of its quotes or reorder the dialog. A text longer
+// than MaxExcerpt characters keeps its start and its end, cut in the
+// middle: "start"…"end" (the end of a text — a file name in a sentence —
+// is as telling as its start).
 func Excerpt(s string) string {
-	cut := false
-	if utf8.RuneCountInString(s) > MaxExcerpt {
-		n := 0
-		for i := range s {
-			if n == MaxExcerpt {
-				s, cut = s[:i], true
-				break
-			}
-			n++
+	n := utf8.RuneCountInString(s)
+	if n <= MaxExcerpt {
+		return quote(s)
+	}
+	return quote(firstRunes(s, MaxExcerpt/2)) + "…" + quote(lastRunes(s, MaxExcerpt/2))
+}
+
+// PathExcerpt renders a slash-separated path for a prompt message like
+// Excerpt, except where it cuts: a path longer than MaxExcerpt characters
+// keeps its first 40 characters and its last 160 — or, when its final
+// element is longer, that element whole (up to 1024 characters) — so the
+// name of the file the person approves is never hidden (docs/SPEC.md §6).
+func PathExcerpt(p string) string {
+	n := utf8.RuneCountInString(p)
+	if n <= MaxExcerpt {
+		return quote(p)
+	}
+	tail := pathTail
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		tail = max(tail, utf8.RuneCountInString(p[i:]))
+	} else {
+		tail = n
+	}
+	tail = min(tail, maxPathTail)
+	if tail+pathHead >= n {
+		return quote(p)
+	}
+	return quote(firstRunes(p, pathHead)) + "…" + quote(lastRunes(p, tail))
+}
+
+// quote escapes with strconv.Quote, which escapes every rune
+// unicode.IsPrint rejects: C0/C1 controls and the bidi format characters
+// (category Cf).
+func quote(s string) string { return strconv.Quote(strings.ToValidUTF8(s, "\uFFFD")) }
+
+// firstRunes returns the first n runes of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
 		}
+		n--
 	}
-	// strconv.Quote escapes every rune unicode.IsPrint rejects, which covers
-	// C0/C1 controls and the bidi format characters (category Cf).
-	q := strconv.Quote(strings.ToValidUTF8(s, "\uFFFD"))
-	if cut {
-		q += "…"
+	return s
+}
+
+// lastRunes returns the last n runes of s.
+func lastRunes(s string, n int) string {
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
 	}
-	return q
+	return s[i:]
 }
 
 func describeArgument(a Argument) string {
-	if a.Contents {
+	switch {
+	case a.Contents:
 		sum := sha256.Sum256([]byte(a.Value))
 		return fmt.Sprintf("%s: %d bytes, SHA-256 %s", Excerpt(a.Name), len(a.Value), hex.EncodeToString(sum[:]))
+	case a.Path:
+		return Excerpt(a.Name) + ": " + PathExcerpt(a.Value)
 	}
 	return Excerpt(a.Name) + ": " + Excerpt(a.Value)
 }
@@ -84,18 +155,31 @@ func agentLine(agent string) string {
 
 // PermissionForm renders a permission prompt. tool must be a catalog name
 // (the engine checks it); the answer is one required property "decision":
-// allow_once or deny.
+// allow_once ("Allow once") or deny ("Deny"). A prompt raised within a
+// submission (Within set) says that the agent asks, within the submission
+// the person started, so an agent's write never reads like a client's own
+// call.
 func PermissionForm(p PermissionPrompt) Form {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Allow the tool %s to run once?", Excerpt(p.Tool))
+	agent := p.Agent
+	switch {
+	case p.Within != "" && agent != "":
+		fmt.Fprintf(&b, "The background agent %s, in the %s request you started, asks to run the tool %s once. Allow it?",
+			Excerpt(agent), Excerpt(p.Within), Excerpt(p.Tool))
+		agent = "" // named already
+	case p.Within != "":
+		fmt.Fprintf(&b, "The agent, in the %s request you started, asks to run the tool %s once. Allow it?", Excerpt(p.Within), Excerpt(p.Tool))
+	default:
+		fmt.Fprintf(&b, "Allow the tool %s to run once?", Excerpt(p.Tool))
+	}
 	if p.Summary != "" {
 		b.WriteString("\n" + Excerpt(p.Summary))
 	}
 	for _, a := range p.Arguments {
 		b.WriteString("\n" + describeArgument(a))
 	}
-	b.WriteString(agentLine(p.Agent))
-	return Form{Message: b.String(), RequestedSchema: permissionSchema}
+	b.WriteString(agentLine(agent))
+	return Form{Message: b.String(), RequestedSchema: permissionSchema, RequestedSchema20250618: permissionSchema20250618}
 }
 
 // AskForm renders an ask prompt: one required property "answer", an enum of

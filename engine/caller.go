@@ -163,3 +163,17 @@ func declaresFormElicitation(caps []byte) bool {
 	_, form := lookup(ms, "form")
 	return form
 }
+
+// withinSubmission is the Caller a submission hands its session: its
+// permission prompts say that the agent asks, within the submission the
+// person started (domain.PermissionPrompt.Within), so an agent's write never
+// reads like a client's own call of the tool (docs/SPEC.md §6 "Forms").
+type withinSubmission struct {
+	ports.Caller
+	submitName string
+}
+
+func (w withinSubmission) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	p.Within = w.submitName
+	return w.Caller.RequestPermission(ctx, p)
+}

@@ -7,12 +7,14 @@
 // read:
 //
 //	headers over 16 KiB                              431, empty
-//	request target not exactly /mcp                  403, empty
-//	Host not exactly 127.0.0.1:<port>                403, empty
-//	Origin present and not http://127.0.0.1:<port>   403, empty
-//	Authorization not "Bearer <token>"               401, empty, no WWW-Authenticate
+//	request target not exactly /mcp                  403, a hint
+//	Host not exactly 127.0.0.1:<port>                403, a hint
+//	Origin present and not http://127.0.0.1:<port>   403, a hint
+//	Authorization not "Bearer <token>"               401, a hint, no WWW-Authenticate
 //
-// and then the framing's own checks (docs/SPEC.md §4). The 401 deliberately carries
+// and then the framing's own checks (docs/SPEC.md §4). A hint is one line
+// of text saying what to do (the endpoint to use, where the token comes
+// from); each refusal is also logged, at a bounded rate (see [Admission]). The 401 deliberately carries
 // no WWW-Authenticate: a challenge would send MCP clients into OAuth
 // discovery against a host that has no authorization server. The Host and
 // Origin checks defeat DNS rebinding (docs/SPEC.md K8): a page on evil.example that
@@ -65,6 +67,11 @@ type Options struct {
 	// Logger receives operational logs (never the token, arguments or
 	// answers); nil means the engine's.
 	Logger *slog.Logger
+	// Token, when set, is the bearer token instead of a freshly minted one
+	// (a persistent token the caller keeps, docs/SPEC.md §5.2): 64 lowercase
+	// hex characters, as minted; anything else fails construction with
+	// ErrToken.
+	Token string
 }
 
 // Endpoint is where a started host listens and the credential its clients
@@ -95,6 +102,7 @@ var _ slog.LogValuer = Endpoint{}
 var (
 	ErrHost           = errors.New("httploopback: Host must be 127.0.0.1")
 	ErrPort           = errors.New("httploopback: Port must be within 0..65535")
+	ErrToken          = errors.New("httploopback: Token must be 64 lowercase hex characters")
 	ErrAlreadyStarted = streamable.ErrAlreadyStarted
 	ErrStopped        = streamable.ErrStopped
 	ErrStopTimeout    = streamable.ErrStopTimeout
@@ -123,8 +131,8 @@ type Host struct {
 	srv    *streamable.Server
 }
 
-// New returns a host serving eng with a freshly minted token. It fails with
-// ErrHost, ErrPort, or when eng is nil. It binds nothing: [Host.Start]
+// New returns a host serving eng with a freshly minted token (or
+// opts.Token). It fails with ErrHost, ErrPort, ErrToken, or when eng is nil. It binds nothing: [Host.Start]
 // does. Whether prompts reach clients is the engine's AskClient (docs/SPEC.md
 // §6: input-required rounds for modern clients; a legacy client over HTTP
 // is never asked): turn it on only when you trust every holder of the token
@@ -152,7 +160,13 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httploopback: %w", err)
 	}
-	h := &Host{token: mintToken(), logger: logger}
+	token := opts.Token
+	if token == "" {
+		token = mintToken()
+	} else if !validToken(token) {
+		return nil, ErrToken // the token is never part of an error
+	}
+	h := &Host{token: token, logger: logger}
 	so := l.server
 	so.Name, so.Engine, so.Logger = "httploopback", eng, logger
 	so.Listen = func() (net.Listener, error) {
@@ -172,6 +186,19 @@ func mintToken() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand: it crashes the program instead)
 	return hex.EncodeToString(b[:])
+}
+
+// validToken: what mintToken returns, 64 lowercase hex characters.
+func validToken(t string) bool {
+	if len(t) != 64 {
+		return false
+	}
+	for _, c := range []byte(t) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // String describes the host without its token.

@@ -301,8 +301,13 @@ func TestAdmission(t *testing.T) {
 			if tt.want == 200 {
 				return
 			}
-			if len(b) != 0 {
-				t.Errorf("body %q, want empty", b)
+			// One line of text saying what to do, never the token.
+			if !strings.HasPrefix(string(b), "agentmcp: refused (") || strings.Count(string(b), "\n") != 1 ||
+				resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Errorf("body %q (%s), want one line of text: the hint", b, resp.Header.Get("Content-Type"))
+			}
+			if strings.Contains(string(b), tok) {
+				t.Errorf("the body holds the token: %q", b)
 			}
 			if v := resp.Header.Values("Www-Authenticate"); len(v) != 0 {
 				t.Errorf("WWW-Authenticate %q", v)

@@ -472,6 +472,15 @@ const (
 	KeepAnswer      = "keep"
 )
 
+// NotApprovedHint ends write_file's refusal when nobody approved the write:
+// the model and the person read what would let it through (docs/SPEC.md §6:
+// a closed Caller — asking off, or a client that cannot be asked — denies
+// at once, and from inside the session that looks like a denial).
+const NotApprovedHint = "Nobody approved it: the person declined, or nobody could be asked. " +
+	"A write goes through only when the server asks the client (agentmcp --ask-client) and the client can answer: " +
+	"a 2026-07-28 client on any carrier, or a client with form elicitation over stdio or a Unix socket; " +
+	"2025-era clients over HTTP cannot be asked."
+
 func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
 	p, err := pathArg(args, true)
 	if err != nil {
@@ -520,12 +529,12 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 		Tool:    "write_file",
 		Summary: summary,
 		Arguments: []domain.Argument{
-			{Name: "path", Value: p.display},
+			{Name: "path", Value: p.display, Path: true},
 			{Name: "content", Value: content, Contents: true},
 		},
 	}
 	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
-		return nil, fmt.Errorf("Permission denied: writing %q was not allowed", p.display)
+		return nil, fmt.Errorf("Permission denied: writing %q was not allowed. %s", p.display, NotApprovedHint)
 	}
 	if ctx.Err() != nil {
 		return nil, cancelled("write_file")

@@ -40,7 +40,7 @@ var Rules = []Rule{
 	{"adapters/streamable", append([]string{"engine"}, core...), "shared Streamable HTTP framing over the engine"},
 	{"adapters/stdio", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
 	{"adapters/unixsocket", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
-	{"adapters/httploopback", append([]string{"engine", "adapters/streamable"}, core...), "a carrier: shared protocol packages, ports, domain"},
+	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", timeRate}, core...), "a carrier: shared protocol packages, ports, domain; x/time/rate bounds its refusal log"},
 	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", core, "the reference session: ports, domain"},
