@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
-	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 )
 
 // JSON-RPC 2.0 and MCP error codes (JSON-RPC 2.0 §5.1; MCP 2026-07-28
@@ -64,7 +65,7 @@ func (i id) valid() bool { return len(i.raw) > 0 }
 // (-0 is 0).
 func (i id) key() string {
 	if i.raw[0] == '"' {
-		return "s:" + unquote(i.raw)
+		return "s:" + jsonrpc.Unquote(i.raw)
 	}
 	if string(i.raw) == "-0" {
 		return "n:0"
@@ -82,7 +83,7 @@ func parseID(raw []byte) (id, bool) {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		return id{raw}, validUTF8(raw)
+		return id{raw}, utf8.Valid(raw)
 	case c == '-' || (c >= '0' && c <= '9'):
 		digits := raw
 		if c == '-' {
@@ -119,8 +120,8 @@ func (m *message) isNotification() bool { return m.hasMethod && !m.hasID }
 // could be read; a message with a method and no id member is a notification
 // even when invalid, and gets no answer.
 func decodeMessage(obj []byte) (message, *Error) {
-	var stack [8]member
-	ms, dup, valid := checkedMembers(obj, stack[:0])
+	var stack [8]jsonrpc.Member
+	ms, dup, valid := jsonrpc.CheckedMembers(obj, stack[:0])
 	var m message
 	if !valid {
 		return m, errParse
@@ -128,27 +129,27 @@ func decodeMessage(obj []byte) (message, *Error) {
 	var version []byte
 	methodOK := true
 	for _, mb := range ms {
-		switch mb.name {
+		switch mb.Name {
 		case "jsonrpc":
-			version = mb.value
+			version = mb.Value
 		case "id":
 			m.hasID = true
-			if i, ok := parseID(mb.value); ok {
+			if i, ok := parseID(mb.Value); ok {
 				m.id = i
 			}
 		case "method":
 			m.hasMethod = true
-			if isString(mb.value) {
-				m.method = unquote(mb.value)
+			if jsonrpc.IsString(mb.Value) {
+				m.method = jsonrpc.Unquote(mb.Value)
 			} else {
 				methodOK = false
 			}
 		case "params":
-			m.params = mb.value
+			m.params = mb.Value
 		case "result":
-			m.result = mb.value
+			m.result = mb.Value
 		case "error":
-			m.err = mb.value
+			m.err = mb.Value
 		}
 	}
 	switch {
@@ -164,7 +165,7 @@ func decodeMessage(obj []byte) (message, *Error) {
 		if m.result != nil || m.err != nil {
 			return m, invalidRequest("a request has no result or error")
 		}
-		if m.params != nil && !isObject(m.params) && m.params[0] != '[' {
+		if m.params != nil && !jsonrpc.IsObject(m.params) && m.params[0] != '[' {
 			return m, invalidRequest("params must be an object")
 		}
 	case m.hasID:
@@ -177,14 +178,6 @@ func decodeMessage(obj []byte) (message, *Error) {
 	return m, nil
 }
 
-// firstByte is a frame's first byte after JSON whitespace (0 for none).
-func firstByte(b []byte) byte {
-	if i := skipSpace(b, 0); i < len(b) {
-		return b[i]
-	}
-	return 0
-}
-
 // encodeResponse encodes one response: result (already JSON) or the error,
 // with the id when one was recovered (MCP 2025-11-25+: never null).
 func encodeResponse(i id, result []byte, rerr *Error) []byte {
@@ -193,7 +186,7 @@ func encodeResponse(i id, result []byte, rerr *Error) []byte {
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(rerr.Code), 10)
 		b = append(b, `,"message":`...)
-		b = appendString(b, rerr.Message)
+		b = jsonrpc.AppendString(b, rerr.Message)
 		if len(rerr.Data) > 0 {
 			b = append(b, `,"data":`...)
 			b = append(b, rerr.Data...)
@@ -227,6 +220,3 @@ func errorFrame(i id, e *Error) []byte { return encodeResponse(i, nil, e) }
 func ErrorBody(code int, message string) []byte {
 	return errorFrame(id{}, newError(code, message))
 }
-
-// appendString appends s as a JSON string (domain.AppendString).
-func appendString[S string | []byte](b []byte, s S) []byte { return domain.AppendString(b, s) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -312,15 +313,15 @@ func (c *conn) frame(f frame) {
 	case f.oversize:
 		c.write(errorFrame(id{}, invalidRequest("message exceeds the line limit")))
 		return
-	case firstByte(line) == 0:
+	case jsonrpc.FirstByte(line) == 0:
 		return
-	case firstByte(line) == '{': // validated as it is read
+	case jsonrpc.FirstByte(line) == '{': // validated as it is read
 		if r, ok := c.e.handle(c.peer, line, false, c.deliver); ok {
 			c.deliver(r)
 		}
-	case !domain.ValidJSON(line):
+	case !jsonrpc.Valid(line):
 		c.write(errorFrame(id{}, errParse))
-	case firstByte(line) == '[':
+	case jsonrpc.FirstByte(line) == '[':
 		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, c.deliver)
 	default:
 		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))
@@ -460,10 +461,10 @@ func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
 // changes nothing (requests are served from the initialize answer on), so it
 // is ignored like every unknown notification.
 func (c *conn) notification(m *message) {
-	if m.method != "notifications/cancelled" || !isObject(m.params) {
+	if m.method != "notifications/cancelled" || !jsonrpc.IsObject(m.params) {
 		return
 	}
-	raw, _ := lookup(mustMembers(m.params), "requestId")
+	raw, _ := jsonrpc.Lookup(mustMembers(m.params), "requestId")
 	i, ok := parseID(raw)
 	if !ok {
 		return
@@ -485,8 +486,8 @@ func (c *conn) notification(m *message) {
 	}
 }
 
-func mustMembers(obj []byte) []member {
-	ms, _ := members(obj, nil)
+func mustMembers(obj []byte) []jsonrpc.Member {
+	ms, _ := jsonrpc.Members(obj, nil)
 	return ms
 }
 

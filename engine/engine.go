@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -134,7 +135,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	info := appendString(append(appendString([]byte(`{"name":`), name), `,"version":`...), version)
+	info := jsonrpc.AppendString(append(jsonrpc.AppendString([]byte(`{"name":`), name), `,"version":`...), version)
 	info = append(info, '}')
 	e := &Engine{
 		session:      session,

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -112,9 +113,9 @@ func (p *peer) legacyVersion() string {
 type inbound struct {
 	id      id
 	method  string
-	params  []member // nil when params is absent
-	meta    []member // params._meta's members; nil when absent
-	array   bool     // params was an array (MCP wants objects)
+	params  []jsonrpc.Member // nil when params is absent
+	meta    []jsonrpc.Member // params._meta's members; nil when absent
+	array   bool             // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
 
@@ -122,14 +123,14 @@ type inbound struct {
 	// nothing more in the common case (a tools/call has three of each;
 	// more spill to the heap), and for the request's one ports.Caller
 	// (see newCallCaller): one allocation per request.
-	pbuf   [4]member
-	mbuf   [4]member
+	pbuf   [4]jsonrpc.Member
+	mbuf   [4]jsonrpc.Member
 	caller callCaller
 }
 
-func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
+func (in *inbound) param(name string) ([]byte, bool) { return jsonrpc.Lookup(in.params, name) }
 func (in *inbound) metaValue(name string) ([]byte, bool) {
-	return lookup(in.meta, name)
+	return jsonrpc.Lookup(in.meta, name)
 }
 
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
@@ -229,7 +230,7 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
-	elems := elements(frame)
+	elems := jsonrpc.Elements(frame)
 	switch {
 	case len(elems) == 0:
 		deliver(invalid(id{}, invalidRequest("empty batch")))
@@ -250,7 +251,7 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 	}
 	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
 	for i, el := range elems {
-		if firstByte(el) != '{' {
+		if jsonrpc.FirstByte(el) != '{' {
 			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
 			continue
 		}
@@ -313,7 +314,7 @@ func parseParams(m *message, in *inbound) *Error {
 	// a second _meta is a duplicate in params anyway.
 	in.meta = in.mbuf[:0]
 	var dup, metaDup bool
-	in.params, _, dup, metaDup = membersAt(m.params, 0, in.pbuf[:0], "_meta", &in.meta)
+	in.params, _, dup, metaDup = jsonrpc.MembersAt(m.params, 0, in.pbuf[:0], "_meta", &in.meta)
 	if len(in.meta) == 0 {
 		in.meta = nil // absent, or not an object
 	}
@@ -343,13 +344,13 @@ func validateModern(in *inbound, h *Headers) *Error {
 	if in.meta == nil || !hasV || !hasCaps {
 		return invalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
 	}
-	if !isString(vraw) {
+	if !jsonrpc.IsString(vraw) {
 		return invalidParams(metaProtocolVersion + " must be a string")
 	}
-	if !isObject(caps) {
+	if !jsonrpc.IsObject(caps) {
 		return invalidParams(metaClientCapabilities + " must be an object")
 	}
-	in.version = unquote(vraw)
+	in.version = jsonrpc.Unquote(vraw)
 	if h != nil {
 		if e := checkHeaders(in, h); e != nil {
 			return e
@@ -381,10 +382,10 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 	}
 	if in.method == "tools/call" {
 		raw, ok := in.param("name")
-		if !ok || !isString(raw) {
+		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !equalString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}
@@ -401,10 +402,10 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 		return answerErr(in.id, invalidParams("initialize needs params"))
 	}
 	raw, ok := in.param("protocolVersion")
-	if !ok || !isString(raw) {
+	if !ok || !jsonrpc.IsString(raw) {
 		return answerErr(in.id, invalidParams("initialize needs a string protocolVersion"))
 	}
-	version := unquote(raw)
+	version := jsonrpc.Unquote(raw)
 	if !isLegacyVersion(version) {
 		version = latestLegacyVersion
 	}
@@ -414,11 +415,11 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 			return answerErr(in.id, invalidRequest("already initialized"))
 		}
 	}
-	b := appendString([]byte(`{"protocolVersion":`), version)
+	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
-		b = appendString(append(b, `,"instructions":`...), e.instructions)
+		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
 	return answered(encodeResponse(in.id, append(b, '}'), nil))
 }
@@ -436,7 +437,7 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 		b = append(b, `,"capabilities":{"tools":{}}`...)
 		if e.instructions != "" {
-			b = appendString(append(b, `,"instructions":`...), e.instructions)
+			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 		}
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
@@ -497,15 +498,15 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 // callTool is docs/SPEC.md §3 in order.
 func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	raw, ok := in.param("name")
-	if !ok || !isString(raw) {
+	if !ok || !jsonrpc.IsString(raw) {
 		return answerErr(in.id, invalidParams("tools/call needs a string name"))
 	}
-	name := unquote(raw)
+	name := jsonrpc.Unquote(raw)
 	args, ok := in.param("arguments")
 	switch {
 	case !ok:
 		args = []byte(`{}`) // made here only: most calls carry arguments
-	case !isObject(args):
+	case !jsonrpc.IsObject(args):
 		return answerErr(in.id, invalidParams("arguments must be an object"))
 	}
 	if in.modern {
@@ -536,11 +537,11 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 // must be an object and requestState a string, and any requestState is
 // unknown (-32602).
 func checkRoundParams(in *inbound) *Error {
-	if r, ok := in.param("inputResponses"); ok && !isObject(r) {
+	if r, ok := in.param("inputResponses"); ok && !jsonrpc.IsObject(r) {
 		return invalidParams("inputResponses must be an object")
 	}
 	if s, ok := in.param("requestState"); ok {
-		if !isString(s) {
+		if !jsonrpc.IsString(s) {
 			return invalidParams("requestState must be a string")
 		}
 		return errUnknownState
@@ -593,7 +594,7 @@ func (o toolOutcome) appendTo(b []byte) []byte {
 		scratch.Put(buf)
 		return appendToolResult(b, domain.ToolError("tool result could not be encoded"))
 	}
-	b = appendString(append(b, `"content":[{"type":"text","text":`...), text)
+	b = jsonrpc.AppendString(append(b, `"content":[{"type":"text","text":`...), text)
 	b = strconv.AppendBool(append(b, `}],"isError":`...), !o.env.Success)
 	if cap(text) <= 1<<20 { // a huge result's buffer is not kept
 		*buf = text
@@ -665,8 +666,8 @@ func appendToolResult(b []byte, r domain.ToolResult) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(append(b, `{"type":`...), c.Type)
-		b = appendString(append(b, `,"text":`...), c.Text)
+		b = jsonrpc.AppendString(append(b, `{"type":`...), c.Type)
+		b = jsonrpc.AppendString(append(b, `,"text":`...), c.Text)
 		b = append(b, '}')
 	}
 	b = append(b, ']')
