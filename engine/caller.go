@@ -48,7 +48,7 @@ func newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
 
 // validProgressToken: MCP's ProgressToken is a string or an integer.
 func validProgressToken(tok []byte) bool {
-	_, ok := parseID(tok)
+	_, ok := jsonrpc.ParseID(tok)
 	return ok
 }
 

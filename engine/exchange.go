@@ -84,7 +84,7 @@ type exchangeState struct {
 // UnknownMethod 404, Busy 503; Cancelled writes nothing.
 func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions) Reply {
 	if jsonrpc.FirstByte(body) != '{' && !jsonrpc.Valid(body) { // an object is validated as it is read
-		return Reply{Invalid, errorFrame(id{}, errParse)}
+		return Reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse)}
 	}
 	// The call ends with the request or with the engine, whichever first:
 	// a carrier that built its requests' contexts on BaseContext has that
@@ -118,7 +118,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		e.handleBatch(p, body, max, opts.AdmitBatch, func(r reply) { done <- r })
 		out = <-done
 	default:
-		out = reply{Invalid, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))}
+		out = reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))}
 	}
 	if out.kind == Answered && ctx.Err() != nil && !e.shuttingDown(ctx) {
 		out = reply{kind: Cancelled} // the client left: nobody can receive it

@@ -202,13 +202,13 @@ type elicitParms struct {
 func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
 	digest, ok := domain.ArgumentsDigest(args)
 	if !ok {
-		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
+		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
 	}
 	bind := domain.RoundBinding{Principal: p.binding(), Tool: name, ArgsDigest: digest}
 	var responses []jsonrpc.Member
 	if r, ok := in.param("inputResponses"); ok {
 		if !jsonrpc.IsObject(r) {
-			return answerErr(in.id, invalidParams("inputResponses must be an object"))
+			return answerErr(in.id, jsonrpc.InvalidParams("inputResponses must be an object"))
 		}
 		responses = mustMembers(r)
 	}
@@ -219,7 +219,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 		return e.awaitRound(ctx, p, in, bind, e.startParked(name, args, p.principal, waiter))
 	}
 	if !jsonrpc.IsString(raw) {
-		return answerErr(in.id, invalidParams("requestState must be a string"))
+		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
 	}
 	x, err := e.rounds.Take(jsonrpc.Unquote(raw), bind, time.Now())
 	if err != nil {
@@ -322,7 +322,7 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 		return reply{}, false
 	}
 	if p.conn != nil {
-		p.conn.addChain(in.id.key(), pc)
+		p.conn.addChain(in.id.Key(), pc)
 	}
 	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
 	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
