@@ -78,8 +78,9 @@ func (i ID) Key() string {
 	return "n:" + string(i.raw)
 }
 
-// ParseID accepts a string or an integer (MCP: RequestId is string |
-// integer; null is refused). A string that is not valid UTF-8 is refused
+// ParseID reads raw, one value of valid JSON text (a member's value), as
+// an id: a string or an integer (MCP: RequestId is string | integer; null
+// is refused). A string that is not valid UTF-8 is refused
 // too: echoing it byte for byte would put a line on the wire that is not
 // JSON text (RFC 8259 §8.1), and replacing the bytes would not echo it.
 func ParseID(raw []byte) (ID, bool) {
