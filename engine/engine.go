@@ -19,10 +19,12 @@
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
-// The files follow the concerns: scan.go and codec.go (JSON text in and
-// out), handle.go (the pipeline and the methods), conn.go (connections),
-// exchange.go (stateless exchanges), caller.go (the Caller a session gets),
-// rounds.go (input-required rounds).
+// JSON text in and out (frames, members, ids, messages, responses, the line
+// reader) is internal/jsonrpc's. The files follow the concerns: codec.go
+// (the error codes and Error, named for the engine's users), handle.go (the
+// pipeline and the methods), conn.go (connections), exchange.go (stateless
+// exchanges), caller.go (the Caller a session gets), rounds.go
+// (input-required rounds).
 package engine
 
 import (
