@@ -140,11 +140,30 @@ type ElicitResult struct {
 // An object with a duplicated member is malformed: a decoder keeping the
 // last value would read {"decision":"deny","decision":"allow_once"} as
 // approval while one keeping the first (a client's log, an audit) reads a
-// denial.
+// denial. Member names are matched exactly, as MCP spells them: "Action"
+// is not "action" (encoding/json would fold the case and let
+// {"action":"decline","ACTION":"accept"} approve), so only one reading of
+// an answer exists.
 func ParseElicitResult(raw json.RawMessage) (ElicitResult, bool) {
-	var r ElicitResult
-	if json.Unmarshal(raw, &r) != nil || jsonrpc.HasDuplicates(raw) {
+	ms, _, ok := jsonrpc.CheckedMembers(raw, nil)
+	if !ok || jsonrpc.HasDuplicates(raw) {
 		return ElicitResult{}, false
+	}
+	var r ElicitResult
+	for _, m := range ms {
+		switch {
+		case m.Name == "action" && jsonrpc.IsString(m.Value):
+			r.Action = jsonrpc.Unquote(m.Value)
+		case m.Name == "content" && jsonrpc.IsObject(m.Value):
+			content, _ := jsonrpc.Members(m.Value, nil)
+			r.Content = make(map[string]json.RawMessage, len(content))
+			for _, c := range content {
+				r.Content[c.Name] = append(json.RawMessage(nil), c.Value...)
+			}
+		case m.Name == "content" && string(m.Value) == "null":
+		case m.Name == "action", m.Name == "content":
+			return ElicitResult{}, false // the wrong type
+		}
 	}
 	switch r.Action {
 	case "accept", "decline", "cancel":
