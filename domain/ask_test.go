@@ -179,6 +179,13 @@ func TestDecisions(t *testing.T) {
 		{`{"action":"decline","action":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
 		{`{"action":"accept","content":{"decision":"allow_once","x":{"a":1,"a":2}}}`, domain.Deny},
 		{`{"action":"accept","content":{"decision":"allow_once","x":[{"a":1},{"a":2}]}}`, domain.AllowOnce},
+		{`{"action":"decline","ACTION":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"Action":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":{"Decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":null}`, domain.Deny},
+		{`{"action":"accept","content":[{"decision":"allow_once"}]}`, domain.Deny},
+		{`{"action":"\u0061ccept","content":{"d\u0065cision":"allow_once"}}`, domain.AllowOnce},
+		{` {"action":"accept","content":{"decision":"allow_once"},"x":1} `, domain.AllowOnce},
 	}
 	for _, c := range perm {
 		if got := domain.PermissionDecision(parse(c.answer)); got != c.want {

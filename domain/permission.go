@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 )
 
 // Argument is one fact a session gives about a tool call it asks permission
@@ -223,11 +224,30 @@ type ElicitResult struct {
 // An object with a duplicated member is malformed: a decoder keeping the
 // last value would read {"decision":"deny","decision":"allow_once"} as
 // approval while one keeping the first (a client's log, an audit) reads a
-// denial.
+// denial. Member names are matched exactly, as MCP spells them: "Action"
+// is not "action" (encoding/json would fold the case and let
+// {"action":"decline","ACTION":"accept"} approve), so only one reading of
+// an answer exists.
 func ParseElicitResult(raw json.RawMessage) (ElicitResult, bool) {
-	var r ElicitResult
-	if json.Unmarshal(raw, &r) != nil || hasDuplicateMembers(raw) {
+	ms, _, ok := jsonrpc.CheckedMembers(raw, nil)
+	if !ok || jsonrpc.HasDuplicates(raw) {
 		return ElicitResult{}, false
+	}
+	var r ElicitResult
+	for _, m := range ms {
+		switch {
+		case m.Name == "action" && jsonrpc.IsString(m.Value):
+			r.Action = jsonrpc.Unquote(m.Value)
+		case m.Name == "content" && jsonrpc.IsObject(m.Value):
+			content, _ := jsonrpc.Members(m.Value, nil)
+			r.Content = make(map[string]json.RawMessage, len(content))
+			for _, c := range content {
+				r.Content[c.Name] = append(json.RawMessage(nil), c.Value...)
+			}
+		case m.Name == "content" && string(m.Value) == "null":
+		case m.Name == "action", m.Name == "content":
+			return ElicitResult{}, false // the wrong type
+		}
 	}
 	switch r.Action {
 	case "accept", "decline", "cancel":
@@ -271,50 +291,4 @@ func AskAnswer(p AskPrompt, r ElicitResult) Answer {
 		return Answer{}
 	}
 	return Answer{Text: v, Answered: true}
-}
-
-// hasDuplicateMembers reports whether any object in the JSON text raw
-// (valid JSON) names a member twice, at any depth.
-func hasDuplicateMembers(raw []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	type frame struct {
-		object bool
-		seen   map[string]bool
-		key    bool // the next token of an object is a member name
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return false // io.EOF: walked the whole text
-		}
-		top := (*frame)(nil)
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.key {
-			if name, ok := tok.(string); ok {
-				if top.seen[name] {
-					return true
-				}
-				top.seen[name] = true
-				top.key = false
-				continue
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, seen: map[string]bool{}, key: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		// A value ended: in an object, a member name comes next.
-		if len(stack) > 0 && stack[len(stack)-1].object {
-			stack[len(stack)-1].key = true
-		}
-	}
 }

@@ -150,7 +150,7 @@ func TestRoundsChecks(t *testing.T) {
 		}
 	}
 	// The failed checks did not use the round up; the same arguments in
-	// another key order and spacing still match (canonical digest).
+	// another key order and spacing still match (the digest of their normal form).
 	retry := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + modernMeta + `,"name":"write","arguments":{ "text" : "x" }` + allow(st) + `}}`
 	c.send(retry)
 	if got := envelopeOf(t, c.recv()); got != `{"success":true,"toolName":"write"}` {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -233,9 +233,9 @@ func (e *Engine) newConn(w io.Writer, opts ConnOptions) *conn {
 // read is the only reader of r. It stops at the end of the input, on a read
 // failure, or once serving has stopped (after its current Read returns).
 func (c *conn) read(r io.Reader, frames chan<- frame) {
-	lr := newLineReader(r, c.opts.MaxLineBytes)
+	lr := jsonrpc.NewLineReader(r, c.opts.MaxLineBytes)
 	for {
-		line, oversize, err := lr.next()
+		line, oversize, err := lr.Next()
 		f := frame{line: append([]byte(nil), line...), oversize: oversize, err: err}
 		select {
 		case frames <- f:
@@ -310,20 +310,20 @@ func (c *conn) frame(f frame) {
 	line := f.line
 	switch {
 	case f.oversize:
-		c.write(errorFrame(id{}, invalidRequest("message exceeds the line limit")))
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("message exceeds the line limit")))
 		return
-	case firstByte(line) == 0:
+	case jsonrpc.FirstByte(line) == 0:
 		return
-	case firstByte(line) == '{': // validated as it is read
+	case jsonrpc.FirstByte(line) == '{': // validated as it is read
 		if r, ok := c.e.handle(c.peer, line, false, c.deliver); ok {
 			c.deliver(r)
 		}
-	case !domain.ValidJSON(line):
-		c.write(errorFrame(id{}, errParse))
-	case firstByte(line) == '[':
+	case !jsonrpc.Valid(line):
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse))
+	case jsonrpc.FirstByte(line) == '[':
 		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, c.deliver)
 	default:
-		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
 	}
 }
 
@@ -393,10 +393,10 @@ func (c *conn) negotiate(version string, caps []byte) bool {
 	return true
 }
 
-func (c *conn) isInFlight(i id) bool {
+func (c *conn) isInFlight(i jsonrpc.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.inflight[i.key()] != nil
+	return c.inflight[i.Key()] != nil
 }
 
 func (c *conn) atBound() bool {
@@ -410,12 +410,12 @@ func (c *conn) atBound() bool {
 // (-32600), the in-flight bound (busy), or a stream that is closing
 // (shutting down).
 func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
-	key := in.id.key()
+	key := in.id.Key()
 	c.mu.Lock()
 	switch {
 	case c.inflight[key] != nil:
 		c.mu.Unlock()
-		return answerErr(in.id, invalidRequest("id is already in flight")), true
+		return answerErr(in.id, jsonrpc.InvalidRequest("id is already in flight")), true
 	case c.closing:
 		c.mu.Unlock()
 		return c.e.refusal(in, ErrShuttingDown.Error()), true
@@ -459,16 +459,16 @@ func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
 // notification handles a client notification. notifications/initialized
 // changes nothing (requests are served from the initialize answer on), so it
 // is ignored like every unknown notification.
-func (c *conn) notification(m *message) {
-	if m.method != "notifications/cancelled" || !isObject(m.params) {
+func (c *conn) notification(m *jsonrpc.Message) {
+	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
 		return
 	}
-	raw, _ := lookup(mustMembers(m.params), "requestId")
-	i, ok := parseID(raw)
+	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
+	i, ok := jsonrpc.ParseID(raw)
 	if !ok {
 		return
 	}
-	key := i.key()
+	key := i.Key()
 	c.mu.Lock()
 	f := c.inflight[key]
 	if f != nil {
@@ -485,8 +485,8 @@ func (c *conn) notification(m *message) {
 	}
 }
 
-func mustMembers(obj []byte) []member {
-	ms, _ := members(obj, nil)
+func mustMembers(obj []byte) []jsonrpc.Member {
+	ms, _ := jsonrpc.Members(obj, nil)
 	return ms
 }
 
@@ -615,8 +615,8 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 
 // response routes a client's response to our pending request; a response
 // for an unknown id is ignored.
-func (c *conn) response(m *message) {
-	key := m.id.key()
+func (c *conn) response(m *jsonrpc.Message) {
+	key := m.ID.Key()
 	c.mu.Lock()
 	ch := c.pending[key]
 	delete(c.pending, key)
@@ -624,67 +624,9 @@ func (c *conn) response(m *message) {
 	if ch == nil {
 		return
 	}
-	if m.result != nil {
-		ch <- append(json.RawMessage(nil), m.result...)
+	if m.Result != nil {
+		ch <- append(json.RawMessage(nil), m.Result...)
 	} else {
 		ch <- nil // an error response: the prompt settles closed
-	}
-}
-
-// lineReader splits a byte stream into newline-delimited frames without ever
-// holding more than max bytes of one line (plus a CR): an oversize line is
-// read past in chunks and reported, not buffered whole (docs/SPEC.md §4
-// "stdio framing"). The bound counts the message, not its line ending: a
-// CR before the LF is not part of it.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-// next returns the next line without its line ending. oversize reports a
-// line longer than max, whose bytes were discarded. At the end of input it
-// returns io.EOF (a last line without a newline is returned first).
-func (l *lineReader) next() (line []byte, oversize bool, err error) {
-	l.buf = l.buf[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if !oversize {
-			n := len(chunk)
-			if n > 0 && chunk[n-1] == '\n' {
-				n--
-			}
-			// One byte of slack for a CR that turns out to end the line.
-			if len(l.buf)+n > l.max+1 {
-				oversize = true
-				l.buf = l.buf[:0]
-			} else {
-				l.buf = append(l.buf, chunk[:n]...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil || errors.Is(err, io.EOF):
-			if err != nil && !oversize && len(l.buf) == 0 {
-				return nil, false, io.EOF
-			}
-			if oversize {
-				return nil, true, nil
-			}
-			if n := len(l.buf); n > 0 && l.buf[n-1] == '\r' {
-				l.buf = l.buf[:n-1]
-			}
-			if len(l.buf) > l.max {
-				return nil, true, nil
-			}
-			return l.buf, false, nil
-		default:
-			return nil, false, err
-		}
 	}
 }

@@ -19,10 +19,12 @@
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
-// The files follow the concerns: scan.go and codec.go (JSON text in and
-// out), handle.go (the pipeline and the methods), conn.go (connections),
-// exchange.go (stateless exchanges), caller.go (the Caller a session gets),
-// rounds.go (input-required rounds).
+// JSON text in and out (frames, members, ids, messages, responses, the line
+// reader) is internal/jsonrpc's. The files follow the concerns: codec.go
+// (the error codes and Error, named for the engine's users), handle.go (the
+// pipeline and the methods), conn.go (connections), exchange.go (stateless
+// exchanges), caller.go (the Caller a session gets), rounds.go
+// (input-required rounds).
 package engine
 
 import (
@@ -34,6 +36,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -134,7 +137,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	info := appendString(append(appendString([]byte(`{"name":`), name), `,"version":`...), version)
+	info := jsonrpc.AppendString(append(jsonrpc.AppendString([]byte(`{"name":`), name), `,"version":`...), version)
 	info = append(info, '}')
 	e := &Engine{
 		session:      session,

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -83,8 +83,8 @@ type exchangeState struct {
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,
 // UnknownMethod 404, Busy 503; Cancelled writes nothing.
 func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions) Reply {
-	if firstByte(body) != '{' && !domain.ValidJSON(body) { // an object is validated as it is read
-		return Reply{Invalid, errorFrame(id{}, errParse)}
+	if jsonrpc.FirstByte(body) != '{' && !jsonrpc.Valid(body) { // an object is validated as it is read
+		return Reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse)}
 	}
 	// The call ends with the request or with the engine, whichever first:
 	// a carrier that built its requests' contexts on BaseContext has that
@@ -104,7 +104,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		p.version = headerValue(opts.Headers.ProtocolVersion)
 	}
 	var out reply
-	switch firstByte(body) {
+	switch jsonrpc.FirstByte(body) {
 	case '{':
 		p.notify = opts.Notify
 		p.room = &x.in
@@ -118,7 +118,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		e.handleBatch(p, body, max, opts.AdmitBatch, func(r reply) { done <- r })
 		out = <-done
 	default:
-		out = reply{Invalid, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))}
+		out = reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))}
 	}
 	if out.kind == Answered && ctx.Err() != nil && !e.shuttingDown(ctx) {
 		out = reply{kind: Cancelled} // the client left: nobody can receive it

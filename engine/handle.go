@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -44,9 +45,9 @@ type reply struct {
 
 var accepted = reply{kind: Accepted}
 
-func answered(b []byte) reply        { return reply{Answered, b} }
-func invalid(i id, e *Error) reply   { return reply{Invalid, errorFrame(i, e)} }
-func answerErr(i id, e *Error) reply { return reply{Answered, errorFrame(i, e)} }
+func answered(b []byte) reply                { return reply{Answered, b} }
+func invalid(i jsonrpc.ID, e *Error) reply   { return reply{Invalid, jsonrpc.EncodeError(i, e)} }
+func answerErr(i jsonrpc.ID, e *Error) reply { return reply{Answered, jsonrpc.EncodeError(i, e)} }
 
 // peer is what a framing knows about whoever sent one message: the only
 // thing the pipeline's steps differ by.
@@ -110,11 +111,11 @@ func (p *peer) legacyVersion() string {
 
 // inbound is one request after decoding and era resolution.
 type inbound struct {
-	id      id
+	id      jsonrpc.ID
 	method  string
-	params  []member // nil when params is absent
-	meta    []member // params._meta's members; nil when absent
-	array   bool     // params was an array (MCP wants objects)
+	params  []jsonrpc.Member // nil when params is absent
+	meta    []jsonrpc.Member // params._meta's members; nil when absent
+	array   bool             // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
 
@@ -122,14 +123,14 @@ type inbound struct {
 	// nothing more in the common case (a tools/call has three of each;
 	// more spill to the heap), and for the request's one ports.Caller
 	// (see newCallCaller): one allocation per request.
-	pbuf   [4]member
-	mbuf   [4]member
+	pbuf   [4]jsonrpc.Member
+	mbuf   [4]jsonrpc.Member
 	caller callCaller
 }
 
-func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
+func (in *inbound) param(name string) ([]byte, bool) { return jsonrpc.Lookup(in.params, name) }
 func (in *inbound) metaValue(name string) ([]byte, bool) {
-	return lookup(in.meta, name)
+	return jsonrpc.Lookup(in.meta, name)
 }
 
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
@@ -139,49 +140,49 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 // of its own (a connection's request, a batch element): then it returns
 // ok false and that goroutine calls deliver with the answer, exactly once.
 func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
-	m, derr := decodeMessage(frame)
-	if derr == errParse {
-		return reply{Invalid, errorFrame(id{}, derr)}, true
+	m, derr := jsonrpc.DecodeMessage(frame)
+	if derr == jsonrpc.ErrParse {
+		return reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, derr)}, true
 	}
 	if derr != nil {
-		if m.isNotification() {
+		if m.IsNotification() {
 			return accepted, true // a notification never gets a reply, not even an error
 		}
-		return invalid(m.id, derr), true
+		return invalid(m.ID, derr), true
 	}
 	switch {
-	case !m.hasMethod: // a response
+	case !m.HasMethod: // a response
 		if p.conn != nil {
 			p.conn.response(&m)
 		}
 		return accepted, true
-	case !m.hasID:
+	case !m.HasID:
 		if p.conn != nil {
 			p.conn.notification(&m)
 		}
 		return accepted, true // over HTTP a disconnect is the cancellation
 	}
-	if p.conn != nil && p.conn.isInFlight(m.id) {
+	if p.conn != nil && p.conn.isInFlight(m.ID) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
-		return answerErr(m.id, invalidRequest("id is already in flight")), true
+		return answerErr(m.ID, jsonrpc.InvalidRequest("id is already in flight")), true
 	}
 	in := p.newInbound(inBatch)
 	perr := parseParams(&m, in)
 	if perr != nil {
-		return invalid(m.id, perr), true
+		return invalid(m.ID, perr), true
 	}
 	in.modern = isModern(in, p.headers)
 	if in.modern {
 		if inBatch {
-			return invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)), true
+			return invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion)), true
 		}
 		if verr := validateModern(in, p.headers); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return reply{kind, errorFrame(in.id, verr)}, true
+			return reply{kind, jsonrpc.EncodeError(in.id, verr)}, true
 		}
 	} else {
 		in.version = p.legacyVersion()
@@ -194,15 +195,15 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 				return e.refusal(in, "server is busy"), true
 			}
 			if in.method == "ping" {
-				return answered(encodeResponse(in.id, []byte("{}"), nil)), true
+				return answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil)), true
 			}
 			if inBatch {
-				return answerErr(in.id, invalidRequest("initialize must not be part of a batch")), true
+				return answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch")), true
 			}
 			return e.initialize(p, in), true
 		case "tools/list", "tools/call":
 		default:
-			return answerErr(in.id, methodNotFound(in.method)), true
+			return answerErr(in.id, jsonrpc.MethodNotFound(in.method)), true
 		}
 	}
 	if p.conn != nil {
@@ -226,16 +227,16 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 // when set, is asked how many elements may run at once (0: Busy).
 func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
 	if !batchesAllowed(p.legacyVersion()) {
-		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
-	elems := elements(frame)
+	elems := jsonrpc.Elements(frame)
 	switch {
 	case len(elems) == 0:
-		deliver(invalid(id{}, invalidRequest("empty batch")))
+		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
 		return
 	case len(elems) > max:
-		deliver(invalid(id{}, invalidRequest("batch too large")))
+		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
 		return
 	}
 	if admit != nil {
@@ -250,8 +251,8 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 	}
 	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
 	for i, el := range elems {
-		if firstByte(el) != '{' {
-			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
+		if jsonrpc.FirstByte(el) != '{' {
+			b.put(i, reply{Answered, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))})
 			continue
 		}
 		put := func(r reply) { b.put(i, r) }
@@ -300,12 +301,12 @@ func (b *batch) put(i int, r reply) {
 // its params into members, refusing duplicates among them and among
 // _meta's members (docs/SPEC.md §4: members compared with headers are
 // matched exactly; a duplicate is -32600).
-func parseParams(m *message, in *inbound) *Error {
-	in.id, in.method = m.id, m.method
-	if m.params == nil {
+func parseParams(m *jsonrpc.Message, in *inbound) *Error {
+	in.id, in.method = m.ID, m.Method
+	if m.Params == nil {
 		return nil
 	}
-	if m.params[0] == '[' {
+	if m.Params[0] == '[' {
 		in.array = true
 		return nil
 	}
@@ -313,15 +314,15 @@ func parseParams(m *message, in *inbound) *Error {
 	// a second _meta is a duplicate in params anyway.
 	in.meta = in.mbuf[:0]
 	var dup, metaDup bool
-	in.params, _, dup, metaDup = membersAt(m.params, 0, in.pbuf[:0], "_meta", &in.meta)
+	in.params, _, dup, metaDup = jsonrpc.MembersAt(m.Params, 0, in.pbuf[:0], "_meta", &in.meta)
 	if len(in.meta) == 0 {
 		in.meta = nil // absent, or not an object
 	}
 	switch {
 	case dup:
-		return invalidRequest("duplicate member in params")
+		return jsonrpc.InvalidRequest("duplicate member in params")
 	case metaDup:
-		return invalidRequest("duplicate member in params._meta")
+		return jsonrpc.InvalidRequest("duplicate member in params._meta")
 	}
 	return nil
 }
@@ -341,15 +342,15 @@ func validateModern(in *inbound, h *Headers) *Error {
 	vraw, hasV := in.metaValue(metaProtocolVersion)
 	caps, hasCaps := in.metaValue(metaClientCapabilities)
 	if in.meta == nil || !hasV || !hasCaps {
-		return invalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
+		return jsonrpc.InvalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
 	}
-	if !isString(vraw) {
-		return invalidParams(metaProtocolVersion + " must be a string")
+	if !jsonrpc.IsString(vraw) {
+		return jsonrpc.InvalidParams(metaProtocolVersion + " must be a string")
 	}
-	if !isObject(caps) {
-		return invalidParams(metaClientCapabilities + " must be an object")
+	if !jsonrpc.IsObject(caps) {
+		return jsonrpc.InvalidParams(metaClientCapabilities + " must be an object")
 	}
-	in.version = unquote(vraw)
+	in.version = jsonrpc.Unquote(vraw)
 	if h != nil {
 		if e := checkHeaders(in, h); e != nil {
 			return e
@@ -366,13 +367,13 @@ func validateModern(in *inbound, h *Headers) *Error {
 	case "server/discover", "tools/list", "tools/call":
 		return nil
 	}
-	return methodNotFound(in.method)
+	return jsonrpc.MethodNotFound(in.method)
 }
 
 // checkHeaders compares MCP-Protocol-Version, Mcp-Method and (tools/call)
 // Mcp-Name with the body (-32020 HeaderMismatch).
 func checkHeaders(in *inbound, h *Headers) *Error {
-	mismatch := func(what string) *Error { return newError(CodeHeaderMismatch, "Header mismatch: "+what) }
+	mismatch := func(what string) *Error { return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what) }
 	if !h.HasProtocolVersion || headerValue(h.ProtocolVersion) != in.version {
 		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
 	}
@@ -381,10 +382,10 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 	}
 	if in.method == "tools/call" {
 		raw, ok := in.param("name")
-		if !ok || !isString(raw) {
+		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !equalString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}
@@ -395,32 +396,32 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 // once; an exchange answers it without keeping state (docs/SPEC.md §4).
 func (e *Engine) initialize(p *peer, in *inbound) reply {
 	if p.conn != nil && p.conn.negotiated() {
-		return answerErr(in.id, invalidRequest("already initialized"))
+		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	if in.params == nil {
-		return answerErr(in.id, invalidParams("initialize needs params"))
+		return answerErr(in.id, jsonrpc.InvalidParams("initialize needs params"))
 	}
 	raw, ok := in.param("protocolVersion")
-	if !ok || !isString(raw) {
-		return answerErr(in.id, invalidParams("initialize needs a string protocolVersion"))
+	if !ok || !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("initialize needs a string protocolVersion"))
 	}
-	version := unquote(raw)
+	version := jsonrpc.Unquote(raw)
 	if !isLegacyVersion(version) {
 		version = latestLegacyVersion
 	}
 	if p.conn != nil {
 		caps, _ := in.param("capabilities")
 		if !p.conn.negotiate(version, caps) {
-			return answerErr(in.id, invalidRequest("already initialized"))
+			return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 		}
 	}
-	b := appendString([]byte(`{"protocolVersion":`), version)
+	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
-		b = appendString(append(b, `,"instructions":`...), e.instructions)
+		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
-	return answered(encodeResponse(in.id, append(b, '}'), nil))
+	return answered(jsonrpc.EncodeResponse(in.id, append(b, '}'), nil))
 }
 
 // serve runs a request that needs the session (tools/list, tools/call,
@@ -428,7 +429,7 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 // the call's prompts reach a legacy client (docs/SPEC.md §6).
 func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	if in.array {
-		return answerErr(in.id, invalidParams("params must be an object"))
+		return answerErr(in.id, jsonrpc.InvalidParams("params must be an object"))
 	}
 	switch in.method {
 	case "server/discover":
@@ -436,7 +437,7 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 		b = append(b, `,"capabilities":{"tools":{}}`...)
 		if e.instructions != "" {
-			b = appendString(append(b, `,"instructions":`...), e.instructions)
+			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 		}
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
@@ -451,7 +452,7 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 // members follow, then resultTail. The two are the one place results are
 // stamped; a response is built in one buffer.
 func (e *Engine) resultHead(b []byte, in *inbound, resultType string) []byte {
-	b = append(appendHead(b, in.id), `,"result":{`...)
+	b = append(jsonrpc.AppendResponseHead(b, in.id), `,"result":{`...)
 	if in.modern {
 		b = append(append(append(b, `"resultType":"`...), resultType...), `",`...)
 	}
@@ -476,15 +477,15 @@ func (e *Engine) appendCacheable(b []byte) []byte {
 
 func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	if _, ok := in.param("cursor"); ok {
-		return answerErr(in.id, invalidParams("tools/list has one page; cursor is not supported"))
+		return answerErr(in.id, jsonrpc.InvalidParams("tools/list has one page; cursor is not supported"))
 	}
 	cat, err := e.catalog(ctx)
 	if err != nil {
-		return answerErr(in.id, newError(CodeInternalError, domain.ClientMessage(err)))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
 	tools, err := domain.MarshalJSON(cat.Tools())
 	if err != nil {
-		return answerErr(in.id, newError(CodeInternalError, "Internal error: the tool list could not be encoded"))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "Internal error: the tool list could not be encoded"))
 	}
 	b := e.resultHead(make([]byte, 0, len(tools)+256), in, "complete")
 	b = append(append(b, `"tools":`...), tools...)
@@ -497,16 +498,16 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 // callTool is docs/SPEC.md §3 in order.
 func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	raw, ok := in.param("name")
-	if !ok || !isString(raw) {
-		return answerErr(in.id, invalidParams("tools/call needs a string name"))
+	if !ok || !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("tools/call needs a string name"))
 	}
-	name := unquote(raw)
+	name := jsonrpc.Unquote(raw)
 	args, ok := in.param("arguments")
 	switch {
 	case !ok:
 		args = []byte(`{}`) // made here only: most calls carry arguments
-	case !isObject(args):
-		return answerErr(in.id, invalidParams("arguments must be an object"))
+	case !jsonrpc.IsObject(args):
+		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
 	if in.modern {
 		if e.roundsOn(in) {
@@ -527,7 +528,7 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 	if o.rerr != nil {
 		return answerErr(in.id, o.rerr)
 	}
-	b := e.resultHead(make([]byte, 0, 160+len(in.id.raw)+2*o.size()), in, "complete")
+	b := e.resultHead(make([]byte, 0, 160+len(in.id.Raw())+2*o.size()), in, "complete")
 	return answered(e.resultTail(o.appendTo(b), in))
 }
 
@@ -536,19 +537,19 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 // must be an object and requestState a string, and any requestState is
 // unknown (-32602).
 func checkRoundParams(in *inbound) *Error {
-	if r, ok := in.param("inputResponses"); ok && !isObject(r) {
-		return invalidParams("inputResponses must be an object")
+	if r, ok := in.param("inputResponses"); ok && !jsonrpc.IsObject(r) {
+		return jsonrpc.InvalidParams("inputResponses must be an object")
 	}
 	if s, ok := in.param("requestState"); ok {
-		if !isString(s) {
-			return invalidParams("requestState must be a string")
+		if !jsonrpc.IsString(s) {
+			return jsonrpc.InvalidParams("requestState must be a string")
 		}
 		return errUnknownState
 	}
 	return nil
 }
 
-var errUnknownState = invalidParams("unknown or expired requestState")
+var errUnknownState = jsonrpc.InvalidParams("unknown or expired requestState")
 
 var errShutdownResult = toolOutcome{result: domain.ToolError(ErrShuttingDown.Error())}
 
@@ -593,7 +594,7 @@ func (o toolOutcome) appendTo(b []byte) []byte {
 		scratch.Put(buf)
 		return appendToolResult(b, domain.ToolError("tool result could not be encoded"))
 	}
-	b = appendString(append(b, `"content":[{"type":"text","text":`...), text)
+	b = jsonrpc.AppendString(append(b, `"content":[{"type":"text","text":`...), text)
 	b = strconv.AppendBool(append(b, `}],"isError":`...), !o.env.Success)
 	if cap(text) <= 1<<20 { // a huge result's buffer is not kept
 		*buf = text
@@ -632,7 +633,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 		case errors.Is(err, ports.ErrRefused):
 			return toolError(domain.ClientMessage(err))
 		default:
-			return toolOutcome{rerr: newError(CodeInternalError, domain.ClientMessage(err))}
+			return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
 		}
 	}
 	if !cat.Has(name) {
@@ -652,7 +653,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 // tool error msg, anything else -32603 with msg (docs/SPEC.md §4).
 func (e *Engine) refusal(in *inbound, msg string) reply {
 	if in.method != "tools/call" {
-		return answerErr(in.id, newError(CodeInternalError, msg))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, msg))
 	}
 	return e.callResult(in, toolError(msg))
 }
@@ -665,8 +666,8 @@ func appendToolResult(b []byte, r domain.ToolResult) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(append(b, `{"type":`...), c.Type)
-		b = appendString(append(b, `,"text":`...), c.Text)
+		b = jsonrpc.AppendString(append(b, `{"type":`...), c.Type)
+		b = jsonrpc.AppendString(append(b, `,"text":`...), c.Text)
 		b = append(b, '}')
 	}
 	b = append(b, ']')

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -201,13 +202,13 @@ type elicitParms struct {
 func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
 	digest, ok := domain.ArgumentsDigest(args)
 	if !ok {
-		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
+		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
 	}
 	bind := domain.RoundBinding{Principal: p.binding(), Tool: name, ArgsDigest: digest}
-	var responses []member
+	var responses []jsonrpc.Member
 	if r, ok := in.param("inputResponses"); ok {
-		if !isObject(r) {
-			return answerErr(in.id, invalidParams("inputResponses must be an object"))
+		if !jsonrpc.IsObject(r) {
+			return answerErr(in.id, jsonrpc.InvalidParams("inputResponses must be an object"))
 		}
 		responses = mustMembers(r)
 	}
@@ -217,10 +218,10 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if !resuming {
 		return e.awaitRound(ctx, p, in, bind, e.startParked(name, args, p.principal, waiter))
 	}
-	if !isString(raw) {
-		return answerErr(in.id, invalidParams("requestState must be a string"))
+	if !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
 	}
-	x, err := e.rounds.Take(unquote(raw), bind, time.Now())
+	x, err := e.rounds.Take(jsonrpc.Unquote(raw), bind, time.Now())
 	if err != nil {
 		return answerErr(in.id, errUnknownState)
 	}
@@ -228,7 +229,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	// This request receives the call's progress from now on, before the
 	// call resumes: its first report is not lost.
 	x.call.setWaiter(waiter)
-	answer, ok := lookup(responses, promptKey)
+	answer, ok := jsonrpc.Lookup(responses, promptKey)
 	if !ok {
 		// The answer is missing: ask the same prompt again, under a new token.
 		if r, parked := e.parkRound(p, in, bind, x.call, x.prompt); parked {
@@ -321,12 +322,12 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 		return reply{}, false
 	}
 	if p.conn != nil {
-		p.conn.addChain(in.id.key(), pc)
+		p.conn.addChain(in.id.Key(), pc)
 	}
 	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
 	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
 	b = append(append(b, `"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`...), params...)
-	b = appendString(append(b, `}},"requestState":`...), token)
+	b = jsonrpc.AppendString(append(b, `}},"requestState":`...), token)
 	return answered(e.resultTail(b, in)), true
 }
 

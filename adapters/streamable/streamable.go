@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -255,7 +256,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		return
 	}
 	var admitBatch func(int) int
-	if firstByte(body) == '[' {
+	if jsonrpc.FirstByte(body) == '[' {
 		batch = &batchAdmission{h: h, p: p, held: 1}
 		admitBatch = batch.admit
 	}
@@ -397,7 +398,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // responder writes nothing more.
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, p ports.Principal, admitBatch func(int) int) {
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
-	if firstByte(body) != '[' {
+	if jsonrpc.FirstByte(body) != '[' {
 		opts.Notify = out.notify
 		h.sse.add(out)
 		defer h.sse.remove(out)
@@ -665,12 +666,4 @@ func acceptsJSONAndSSE(values []string) bool {
 		}
 	}
 	return json && sse
-}
-
-func firstByte(b []byte) byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
-		return 0
-	}
-	return b[0]
 }

@@ -29,13 +29,16 @@ const (
 	goOpenAI = "github.com/sashabaranov/go-openai"
 )
 
-var core = []string{"ports", "domain"}
+// core is what every package above the domain may lean on: the ports, the
+// domain, and the JSON wire layer beneath them both.
+var core = []string{"ports", "domain", "internal/jsonrpc"}
 
 // Rules is the allow-list. A package of the module that no rule names is a
 // violation too, so a new package must state its place.
 var Rules = []Rule{
-	{"domain", nil, "pure rules: the standard library only"},
-	{"ports", []string{"domain"}, "ports speak the domain's types"},
+	{"internal/jsonrpc", nil, "the JSON wire layer, a leaf beneath the domain: the standard library only"},
+	{"domain", []string{"internal/jsonrpc"}, "pure rules: the standard library, and the JSON wire layer for the envelope's rendering and the duplicate-member checks"},
+	{"ports", []string{"domain", "internal/jsonrpc"}, "ports speak the domain's types"},
 	{"engine", core, "the shared protocol engine serves the ports"},
 	{"adapters/streamable", append([]string{"engine"}, core...), "shared Streamable HTTP framing over the engine"},
 	{"adapters/stdio", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},

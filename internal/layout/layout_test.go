@@ -65,6 +65,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 	}{
 		{"domain imports a third party", map[string][]string{m("domain"): {"github.com/google/go-cmp/cmp"}}, "domain imports github.com/google/go-cmp/cmp"},
 		{"domain imports ports", map[string][]string{m("domain"): {m("ports")}}, "domain imports " + m("ports")},
+		{"the JSON wire layer imports the domain", map[string][]string{m("internal/jsonrpc"): {m("domain")}}, "internal/jsonrpc imports " + m("domain")},
 		{"a carrier imports another", map[string][]string{m("adapters/httploopback"): {m("adapters/stdio")}}, "adapters/httploopback imports " + m("adapters/stdio")},
 		{"the remote host imports the verifier adapter", map[string][]string{m("adapters/httpremote"): {m("adapters/oauth")}}, "adapters/httpremote imports " + m("adapters/oauth")},
 		{"the engine imports a carrier", map[string][]string{m("engine"): {m("adapters/stdio")}}, "engine imports"},
