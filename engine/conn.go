@@ -441,6 +441,7 @@ func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
 		c.mu.Unlock()
 		cancel(nil)
 		if cancelled {
+			c.e.abandon(in, errCancelledByClient)
 			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
 		}
 		deliver(r)

@@ -121,7 +121,10 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		out = reply{Invalid, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))}
 	}
 	if out.kind == Answered && ctx.Err() != nil && !e.shuttingDown(ctx) {
-		out = reply{kind: Cancelled} // the client left: nobody can receive it
+		// The client left: nobody can receive the answer, nor the token of
+		// a round it parked, so that call ends too.
+		e.abandon(&x.in, context.Cause(ctx))
+		out = reply{kind: Cancelled}
 	}
 	return Reply{out.kind, out.body}
 }

@@ -100,6 +100,14 @@ func (p *peer) binding() string {
 	return "http:" + principalKey(p.principal)
 }
 
+// parkedOn records that the request i parked pc: on a connection, i is now
+// the chain's latest id (see conn.addChain).
+func (p *peer) parkedOn(i id, pc *parkedCall) {
+	if p.conn != nil {
+		p.conn.addChain(i.key(), pc)
+	}
+}
+
 // legacyVersion is the revision in force for a legacy request from p.
 func (p *peer) legacyVersion() string {
 	if p.conn != nil {
@@ -117,6 +125,9 @@ type inbound struct {
 	array   bool     // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
+	// parked is the call this request parked (its answer is
+	// input_required), ended if that answer is dropped (see abandon).
+	parked *parkedCall
 
 	// Room for the members of params and _meta, so reading them allocates
 	// nothing more in the common case (a tools/call has three of each;
