@@ -64,11 +64,62 @@ func (e *Engine) BaseContext(parent context.Context) context.Context {
 	return context.WithValue(ctx, baseKey{}, e)
 }
 
-// exchangeState is an exchange's peer and the inbound of its single
-// message, allocated together.
-type exchangeState struct {
+// exchange is the carrier of one stateless exchange (a Streamable HTTP
+// POST): its peer and the inbound of its single message, allocated
+// together, and what the request's headers said. It keeps nothing between
+// requests: no negotiation, no in-flight ids, no responses to route.
+type exchange struct {
+	e    *Engine
 	peer peer
 	in   inbound
+	// ctx is the request's context: its calls are cancelled with it.
+	ctx context.Context
+	// hdr holds the request's MCP headers.
+	hdr Headers
+	// version is the legacy revision in force: MCP-Protocol-Version, else
+	// 2025-03-26.
+	version string
+	// room is in until the single message takes it (see newInbound).
+	room *inbound
+}
+
+func (x *exchange) legacyVersion() string         { return x.version }
+func (x *exchange) headers() *Headers             { return &x.hdr }
+func (x *exchange) route(message)                 {} // over HTTP a disconnect is the cancellation
+func (x *exchange) inFlight(id) bool              { return false }
+func (x *exchange) atBound() bool                 { return false }
+func (x *exchange) negotiated() bool              { return false }
+func (x *exchange) negotiate(string, []byte) bool { return true } // answered without keeping state
+func (x *exchange) parkedOn(id, *parkedCall)      {}
+
+// binding binds an exchange's rounds to its principal, encoded only when a
+// round needs it (most requests never park one).
+func (x *exchange) binding() string { return "http:" + principalKey(x.peer.principal) }
+
+// newInbound returns the exchange's single message's inbound, allocated
+// with it (a request costs one allocation for both); a batch's elements,
+// which run side by side, get one each.
+func (x *exchange) newInbound(inBatch bool) *inbound {
+	if in := x.room; in != nil && !inBatch {
+		x.room = nil
+		return in
+	}
+	return new(inbound)
+}
+
+// run serves a single message on the caller's goroutine, a batch element on
+// a goroutine of its own (within the batch's slots).
+func (x *exchange) run(p *peer, in *inbound, inBatch bool, deliver func(reply)) (reply, bool) {
+	if inBatch && x.e.goCall(func() {
+		if p.batchSlots != nil {
+			p.batchSlots <- struct{}{}
+			defer func() { <-p.batchSlots }()
+		}
+		deliver(x.e.serve(x.ctx, p, in, nil))
+	}) {
+		return reply{}, false
+	}
+	return x.e.serve(x.ctx, p, in, nil), true
 }
 
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
@@ -97,17 +148,17 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		defer stop()
 	}
 
-	x := &exchangeState{peer: peer{ctx: ctx, httpHeaders: opts.Headers, principal: opts.Principal, version: defaultLegacyVersion}}
+	x := &exchange{e: e, ctx: ctx, hdr: opts.Headers, version: defaultLegacyVersion}
+	x.peer = peer{carrier: x, principal: opts.Principal}
 	p := &x.peer
-	p.headers = &p.httpHeaders
 	if opts.Headers.HasProtocolVersion {
-		p.version = headerValue(opts.Headers.ProtocolVersion)
+		x.version = headerValue(opts.Headers.ProtocolVersion)
 	}
 	var out reply
 	switch firstByte(body) {
 	case '{':
 		p.notify = opts.Notify
-		p.room = &x.in
+		x.room = &x.in
 		out, _ = e.handle(p, body, false, nil) // a single message is answered on this goroutine
 	case '[':
 		max := opts.MaxBatch

@@ -48,72 +48,56 @@ func answered(b []byte) reply        { return reply{Answered, b} }
 func invalid(i id, e *Error) reply   { return reply{Invalid, errorFrame(i, e)} }
 func answerErr(i id, e *Error) reply { return reply{Answered, errorFrame(i, e)} }
 
-// peer is what a framing knows about whoever sent one message: the only
-// thing the pipeline's steps differ by.
+// peer is whoever sent one message: what the pipeline needs of every
+// sender, and its carrier for what differs.
 type peer struct {
-	conn *conn // the connection (ServeConn); nil for an exchange
-	// ctx is an exchange's request context (its calls are cancelled with
-	// it); connections give each request a context of its own.
-	ctx context.Context
-	// headers are the HTTP request's MCP headers; nil on a connection.
-	headers *Headers
-	// httpHeaders holds an exchange's headers, so that headers can point
-	// into the peer rather than into the caller's options.
-	httpHeaders Headers
-	// version is the legacy revision in force for an exchange (its
-	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
-	version   string
+	carrier   carrier
 	principal ports.Principal
-	// bind binds a connection's input-required rounds to it; empty for an
-	// exchange, whose rounds are bound to its principal (see binding).
-	bind string
 	// notify sends a notification related to one request (progress); nil
 	// drops them.
 	notify func([]byte)
-	// batchSlots, when set, bounds how many elements of an exchange's batch
-	// run at once.
+	// batchSlots, when set, bounds how many elements of a batch run at once.
 	batchSlots chan struct{}
-	// room is the inbound of an exchange's single message, allocated with
-	// the peer (see newInbound); nil once taken, and for connections.
-	room *inbound
 }
 
-// newInbound returns a zero inbound for the next message from p: an
-// exchange's single message takes the room allocated with its peer (a
-// request costs one allocation for both); a connection's messages and a
-// batch's elements, which run side by side, get one each.
-func (p *peer) newInbound(inBatch bool) *inbound {
-	if in := p.room; in != nil && !inBatch {
-		p.room = nil
-		return in
-	}
-	return new(inbound)
-}
-
-// binding is what binds p's input-required rounds (docs/SPEC.md §6): its
-// connection, or an exchange's principal. The principal is encoded only when
-// a round needs it; most requests never park one.
-func (p *peer) binding() string {
-	if p.bind != "" {
-		return p.bind
-	}
-	return "http:" + principalKey(p.principal)
-}
-
-// parkedOn records that the request i parked pc: on a connection, i is now
-// the chain's latest id (see conn.addChain).
-func (p *peer) parkedOn(i id, pc *parkedCall) {
-	if p.conn != nil {
-		p.conn.addChain(i.key(), pc)
-	}
-}
-
-// legacyVersion is the revision in force for a legacy request from p.
-func (p *peer) legacyVersion() string {
-	if p.conn != nil {
-		return p.conn.legacyVersion()
-	}
-	return p.version
+// carrier is what differs between the two framings, so the pipeline never
+// asks which it serves (in the spirit of x/tools jsonrpc2_v2's split: the
+// connection owns ids, in-flight requests and responses; the pipeline is
+// only MCP). A connection (*conn, ServeConn) negotiates once, has an
+// in-flight id space, serves every request on its own goroutine and takes
+// responses and notifications; an exchange (*exchange, Exchange) keeps
+// nothing, serves a single message on the caller's goroutine and drops
+// what is not a request (over HTTP a disconnect is the cancellation).
+type carrier interface {
+	// legacyVersion is the revision in force for a legacy request.
+	legacyVersion() string
+	// headers are the HTTP request's MCP headers; nil on a connection.
+	headers() *Headers
+	// route takes a message that is not a request: a response, or a
+	// notification (by value: a pointer through the interface would move
+	// every decoded message to the heap).
+	route(m message)
+	// inFlight reports whether a request with id i is being served.
+	inFlight(i id) bool
+	// atBound reports whether the in-flight bound is reached.
+	atBound() bool
+	// negotiated reports whether initialize was answered already;
+	// negotiate records one (false: it was answered already).
+	negotiated() bool
+	negotiate(version string, caps []byte) bool
+	// newInbound returns a zero inbound for the next request.
+	newInbound(inBatch bool) *inbound
+	// run serves in (admitted and validated) through the engine: it returns
+	// the answer (ok true), or ok false when the request runs on a
+	// goroutine of its own, which calls deliver with the answer exactly
+	// once.
+	run(p *peer, in *inbound, inBatch bool, deliver func(reply)) (r reply, ok bool)
+	// parkedOn records that request i parked pc (its answer is
+	// input_required).
+	parkedOn(i id, pc *parkedCall)
+	// binding is what binds the sender's input-required rounds
+	// (docs/SPEC.md §6): a connection, or an exchange's principal.
+	binding() string
 }
 
 // inbound is one request after decoding and era resolution.
@@ -160,34 +144,27 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 		}
 		return invalid(m.id, derr), true
 	}
-	switch {
-	case !m.hasMethod: // a response
-		if p.conn != nil {
-			p.conn.response(&m)
-		}
+	if !m.hasMethod || !m.hasID { // a response or a notification
+		p.carrier.route(m)
 		return accepted, true
-	case !m.hasID:
-		if p.conn != nil {
-			p.conn.notification(&m)
-		}
-		return accepted, true // over HTTP a disconnect is the cancellation
 	}
-	if p.conn != nil && p.conn.isInFlight(m.id) {
+	if p.carrier.inFlight(m.id) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
 		return answerErr(m.id, invalidRequest("id is already in flight")), true
 	}
-	in := p.newInbound(inBatch)
+	in := p.carrier.newInbound(inBatch)
 	perr := parseParams(&m, in)
 	if perr != nil {
 		return invalid(m.id, perr), true
 	}
-	in.modern = isModern(in, p.headers)
+	h := p.carrier.headers()
+	in.modern = isModern(in, h)
 	if in.modern {
 		if inBatch {
 			return invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)), true
 		}
-		if verr := validateModern(in, p.headers); verr != nil {
+		if verr := validateModern(in, h); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
@@ -195,10 +172,10 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 			return reply{kind, errorFrame(in.id, verr)}, true
 		}
 	} else {
-		in.version = p.legacyVersion()
+		in.version = p.carrier.legacyVersion()
 		switch in.method {
 		case "initialize", "ping":
-			if p.conn != nil && p.conn.atBound() {
+			if p.carrier.atBound() {
 				// Answered on this goroutine, they never count as in
 				// flight, but at the bound they are refused like any
 				// other request (docs/SPEC.md §4).
@@ -216,19 +193,7 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 			return answerErr(in.id, methodNotFound(in.method)), true
 		}
 	}
-	if p.conn != nil {
-		return p.conn.start(p, in, deliver)
-	}
-	if inBatch && e.goCall(func() {
-		if p.batchSlots != nil {
-			p.batchSlots <- struct{}{}
-			defer func() { <-p.batchSlots }()
-		}
-		deliver(e.serve(p.ctx, p, in, nil))
-	}) {
-		return reply{}, false
-	}
-	return e.serve(p.ctx, p, in, nil), true
+	return p.carrier.run(p, in, inBatch, deliver)
 }
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
@@ -236,7 +201,7 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 // done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
 // when set, is asked how many elements may run at once (0: Busy).
 func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
-	if !batchesAllowed(p.legacyVersion()) {
+	if !batchesAllowed(p.carrier.legacyVersion()) {
 		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
@@ -405,7 +370,7 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 // initialize answers a legacy initialize. On a connection it negotiates
 // once; an exchange answers it without keeping state (docs/SPEC.md §4).
 func (e *Engine) initialize(p *peer, in *inbound) reply {
-	if p.conn != nil && p.conn.negotiated() {
+	if p.carrier.negotiated() {
 		return answerErr(in.id, invalidRequest("already initialized"))
 	}
 	if in.params == nil {
@@ -419,11 +384,9 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	if !isLegacyVersion(version) {
 		version = latestLegacyVersion
 	}
-	if p.conn != nil {
-		caps, _ := in.param("capabilities")
-		if !p.conn.negotiate(version, caps) {
-			return answerErr(in.id, invalidRequest("already initialized"))
-		}
+	caps, _ := in.param("capabilities")
+	if !p.carrier.negotiate(version, caps) {
+		return answerErr(in.id, invalidRequest("already initialized"))
 	}
 	b := appendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)

@@ -253,7 +253,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if !ok {
 		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
 	}
-	bind := domain.RoundBinding{Principal: p.binding(), Tool: name, ArgsDigest: digest}
+	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name, ArgsDigest: digest}
 	var responses []member
 	if r, ok := in.param("inputResponses"); ok {
 		if !isObject(r) {
@@ -386,7 +386,7 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 		return reply{}, false
 	}
 	in.parked = pc
-	p.parkedOn(in.id, pc)
+	p.carrier.parkedOn(in.id, pc)
 	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
 	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
 	b = append(append(b, `"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`...), params...)
