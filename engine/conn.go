@@ -357,13 +357,11 @@ func (c *conn) frame(f frame) {
 	case firstByte(line) == 0:
 		return
 	case firstByte(line) == '{': // validated as it is read
-		if r, ok := c.e.handle(&c.peer, line, false, c.deliver); ok {
-			c.deliver(r)
-		}
+		c.e.handle(&c.peer, line, false, c)
 	case !domain.ValidJSON(line):
 		c.write(errorFrame(id{}, errParse))
 	case firstByte(line) == '[':
-		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, nil, c.deliver)
+		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, nil, c)
 	default:
 		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))
 	}
@@ -454,11 +452,10 @@ func (c *conn) atBound() bool {
 // newInbound: a connection's messages run side by side, one inbound each.
 func (c *conn) newInbound(bool) *inbound { return new(inbound) }
 
-// run admits a request to be served on its own goroutine (ok false: it
-// delivers its answer), or answers at once: a duplicate in-flight id
-// (-32600), the in-flight bound (busy), or a stream that is closing
-// (shutting down).
-func (c *conn) run(p *peer, in *inbound, _ bool, deliver func(reply)) (reply, bool) {
+// run admits a request to be served on its own goroutine, which gives its
+// answer to to, or answers at once: a duplicate in-flight id (-32600), the
+// in-flight bound (busy), or a stream that is closing (shutting down).
+func (c *conn) run(p *peer, in *inbound, _ bool, to sink) {
 	key := in.id.key()
 	// The admission's outcome, copied into variables assigned once below:
 	// the goroutine captures those by value (no allocation each).
@@ -492,9 +489,11 @@ func (c *conn) run(p *peer, in *inbound, _ bool, deliver func(reply)) (reply, bo
 	})
 	switch {
 	case adm.refuse != nil:
-		return answerErr(in.id, adm.refuse), true
+		to.deliver(answerErr(in.id, adm.refuse))
+		return
 	case adm.msg != "":
-		return c.e.refusal(in, adm.msg), true
+		to.deliver(c.e.refusal(in, adm.msg))
+		return
 	}
 	ctx, cancel, f, elicit := adm.ctx, adm.cancel, adm.f, adm.elicit
 	run := func() {
@@ -509,7 +508,7 @@ func (c *conn) run(p *peer, in *inbound, _ bool, deliver func(reply)) (reply, bo
 			c.e.abandon(in, errCancelledByClient)
 			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
 		}
-		deliver(r)
+		to.deliver(r)
 		c.update(func(s *connState) { s.running-- })
 	}
 	if !c.e.goCall(run) {
@@ -518,9 +517,8 @@ func (c *conn) run(p *peer, in *inbound, _ bool, deliver func(reply)) (reply, bo
 			s.running--
 		})
 		cancel(nil)
-		return c.e.refusal(in, ErrShuttingDown.Error()), true
+		to.deliver(c.e.refusal(in, ErrShuttingDown.Error()))
 	}
-	return reply{}, false
 }
 
 // route takes a client's response (to our elicitation/create) or

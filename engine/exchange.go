@@ -81,6 +81,8 @@ type exchange struct {
 	version string
 	// room is in until the single message takes it (see newInbound).
 	room *inbound
+	// out is the single message's answer.
+	out reply
 }
 
 func (x *exchange) legacyVersion() string         { return x.version }
@@ -109,18 +111,28 @@ func (x *exchange) newInbound(inBatch bool) *inbound {
 
 // run serves a single message on the caller's goroutine, a batch element on
 // a goroutine of its own (within the batch's slots).
-func (x *exchange) run(p *peer, in *inbound, inBatch bool, deliver func(reply)) (reply, bool) {
+func (x *exchange) run(p *peer, in *inbound, inBatch bool, to sink) {
 	if inBatch && x.e.goCall(func() {
 		if p.batchSlots != nil {
 			p.batchSlots <- struct{}{}
 			defer func() { <-p.batchSlots }()
 		}
-		deliver(x.e.serve(x.ctx, p, in, nil))
+		to.deliver(x.e.serve(x.ctx, p, in, nil))
 	}) {
-		return reply{}, false
+		return
 	}
-	return x.e.serve(x.ctx, p, in, nil), true
+	to.deliver(x.e.serve(x.ctx, p, in, nil))
 }
+
+// deliver takes the single message's answer: handle gives it on Exchange's
+// goroutine, before it returns.
+func (x *exchange) deliver(r reply) { x.out = r }
+
+// replies is the sink of an exchange's batch, answered on another
+// goroutine.
+type replies chan reply
+
+func (c replies) deliver(r reply) { c <- r }
 
 // Exchange serves one stateless exchange: body is one JSON-RPC message or,
 // for a 2025-03-26 client, a batch. Legacy requests take their revision
@@ -159,14 +171,15 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 	case '{':
 		p.notify = opts.Notify
 		x.room = &x.in
-		out, _ = e.handle(p, body, false, nil) // a single message is answered on this goroutine
+		e.handle(p, body, false, x) // a single message is answered on this goroutine
+		out = x.out
 	case '[':
 		max := opts.MaxBatch
 		if max <= 0 {
 			max = 16
 		}
-		done := make(chan reply, 1)
-		e.handleBatch(p, body, max, opts.AdmitBatch, func(r reply) { done <- r })
+		done := make(replies, 1)
+		e.handleBatch(p, body, max, opts.AdmitBatch, done)
 		out = <-done
 	default:
 		out = reply{Invalid, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))}

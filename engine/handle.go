@@ -87,11 +87,9 @@ type carrier interface {
 	negotiate(version string, caps []byte) bool
 	// newInbound returns a zero inbound for the next request.
 	newInbound(inBatch bool) *inbound
-	// run serves in (admitted and validated) through the engine: it returns
-	// the answer (ok true), or ok false when the request runs on a
-	// goroutine of its own, which calls deliver with the answer exactly
-	// once.
-	run(p *peer, in *inbound, inBatch bool, deliver func(reply)) (r reply, ok bool)
+	// run serves in (accepted) through the engine, on this goroutine or
+	// one of its own, and gives its answer to to, exactly once.
+	run(p *peer, in *inbound, inBatch bool, to sink)
 	// parkedOn records that request i parked pc (its answer is
 	// input_required).
 	parkedOn(i id, pc *parkedCall)
@@ -127,49 +125,62 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 	return lookup(in.meta, name)
 }
 
+// sink receives the answer to one message (or one batch), exactly once:
+// on the goroutine that called handle, or on the request's own.
+type sink interface{ deliver(reply) }
+
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
-// batch) at a time: decode, route responses and notifications, parse the
-// params, resolve the era, validate, gate the method, then run it. It
-// returns the answer (ok true), unless the request is served on a goroutine
-// of its own (a connection's request, a batch element): then it returns
-// ok false and that goroutine calls deliver with the answer, exactly once.
-func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
+// batch) at a time: the MCP steps (accept), then the request runs on its
+// carrier. Either way its answer goes to to, exactly once.
+func (e *Engine) handle(p *peer, frame []byte, inBatch bool, to sink) {
+	in, r := e.accept(p, frame, inBatch)
+	if in == nil {
+		to.deliver(r)
+		return
+	}
+	p.carrier.run(p, in, inBatch, to)
+}
+
+// accept decodes one message, routes responses and notifications, parses
+// the params, resolves the era, validates and gates the method. It returns
+// the request to run, or nil and the answer to give at once.
+func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 	m, derr := decodeMessage(frame)
 	if derr == errParse {
-		return reply{Invalid, errorFrame(id{}, derr)}, true
+		return nil, reply{Invalid, errorFrame(id{}, derr)}
 	}
 	if derr != nil {
 		if m.isNotification() {
-			return accepted, true // a notification never gets a reply, not even an error
+			return nil, accepted // a notification never gets a reply, not even an error
 		}
-		return invalid(m.id, derr), true
+		return nil, invalid(m.id, derr)
 	}
 	if !m.hasMethod || !m.hasID { // a response or a notification
 		p.carrier.route(m)
-		return accepted, true
+		return nil, accepted
 	}
 	if p.carrier.inFlight(m.id) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
-		return answerErr(m.id, invalidRequest("id is already in flight")), true
+		return nil, answerErr(m.id, invalidRequest("id is already in flight"))
 	}
 	in := p.carrier.newInbound(inBatch)
 	perr := parseParams(&m, in)
 	if perr != nil {
-		return invalid(m.id, perr), true
+		return nil, invalid(m.id, perr)
 	}
 	h := p.carrier.headers()
 	in.modern = isModern(in, h)
 	if in.modern {
 		if inBatch {
-			return invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)), true
+			return nil, invalid(in.id, invalidRequest("batches are not part of "+ModernVersion))
 		}
 		if verr := validateModern(in, h); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return reply{kind, errorFrame(in.id, verr)}, true
+			return nil, reply{kind, errorFrame(in.id, verr)}
 		}
 	} else {
 		in.version = p.carrier.legacyVersion()
@@ -179,76 +190,83 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)
 				// Answered on this goroutine, they never count as in
 				// flight, but at the bound they are refused like any
 				// other request (docs/SPEC.md §4).
-				return e.refusal(in, "server is busy"), true
+				return nil, e.refusal(in, "server is busy")
 			}
 			if in.method == "ping" {
-				return answered(encodeResponse(in.id, []byte("{}"), nil)), true
+				return nil, answered(encodeResponse(in.id, []byte("{}"), nil))
 			}
 			if inBatch {
-				return answerErr(in.id, invalidRequest("initialize must not be part of a batch")), true
+				return nil, answerErr(in.id, invalidRequest("initialize must not be part of a batch"))
 			}
-			return e.initialize(p, in), true
+			return nil, e.initialize(p, in)
 		case "tools/list", "tools/call":
 		default:
-			return answerErr(in.id, methodNotFound(in.method)), true
+			return nil, answerErr(in.id, methodNotFound(in.method))
 		}
 	}
-	return p.carrier.run(p, in, inBatch, deliver)
+	return in, reply{}
 }
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
 // element through handle, answered with one array once every element is
 // done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
 // when set, is asked how many elements may run at once (0: Busy).
-func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
+func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, to sink) {
 	if !batchesAllowed(p.carrier.legacyVersion()) {
-		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+		to.deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
 	elems := elements(frame)
 	switch {
 	case len(elems) == 0:
-		deliver(invalid(id{}, invalidRequest("empty batch")))
+		to.deliver(invalid(id{}, invalidRequest("empty batch")))
 		return
 	case len(elems) > max:
-		deliver(invalid(id{}, invalidRequest("batch too large")))
+		to.deliver(invalid(id{}, invalidRequest("batch too large")))
 		return
 	}
 	if admit != nil {
 		run := admit(len(elems))
 		if run <= 0 {
-			deliver(reply{kind: Busy})
+			to.deliver(reply{kind: Busy})
 			return
 		}
 		if run < len(elems) {
 			p.batchSlots = make(chan struct{}, run)
 		}
 	}
-	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
+	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
+	for i := range b.slots {
+		b.slots[i].b = b
+	}
 	for i, el := range elems {
 		if firstByte(el) != '{' {
-			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
+			b.slots[i].deliver(reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
 			continue
 		}
-		put := func(r reply) { b.put(i, r) }
-		if r, ok := e.handle(p, el, true, put); ok {
-			put(r)
-		}
+		e.handle(p, el, true, &b.slots[i])
 	}
 }
 
-// batch collects the answers of one batch.
+// batch collects the answers of one batch, one slot per element.
 type batch struct {
-	mu      sync.Mutex
-	slots   [][]byte
+	mu      sync.Mutex // guards pending and the slots' bodies
+	slots   []batchSlot
 	pending int
-	deliver func(reply)
+	to      sink
 }
 
-func (b *batch) put(i int, r reply) {
+// batchSlot is one element's sink and, once delivered, its answer.
+type batchSlot struct {
+	b    *batch
+	body []byte
+}
+
+func (s *batchSlot) deliver(r reply) {
+	b := s.b
 	b.mu.Lock()
 	if r.kind != Cancelled {
-		b.slots[i] = r.body
+		s.body = r.body
 	}
 	b.pending--
 	done := b.pending == 0
@@ -258,18 +276,18 @@ func (b *batch) put(i int, r reply) {
 	}
 	out := []byte{'['}
 	for _, s := range b.slots {
-		if s != nil {
+		if s.body != nil {
 			if len(out) > 1 {
 				out = append(out, ',')
 			}
-			out = append(out, s...)
+			out = append(out, s.body...)
 		}
 	}
 	if len(out) == 1 {
-		b.deliver(accepted) // notifications only: no output
+		b.to.deliver(accepted) // notifications only: no output
 		return
 	}
-	b.deliver(answered(append(out, ']')))
+	b.to.deliver(answered(append(out, ']')))
 }
 
 // parseParams fills in (a zero inbound) with m's id and method, and splits
