@@ -79,7 +79,8 @@ var connIDs atomic.Uint64
 // for the session. It returns:
 //   - nil at the end of the input, after a drain: no new request is
 //     admitted, prompts waiting for this client settle closed, requests in
-//     flight may finish and write for DrainTimeout, then the rest are
+//     flight may finish and write for DrainTimeout (unless ctx ends, the
+//     engine shuts down or a write fails meanwhile), then the rest are
 //     cancelled as shutting down (docs/SPEC.md §3 "Ending");
 //   - nil when ctx ends or the engine shuts down: requests in flight are
 //     cancelled with cause ErrShuttingDown (a tools/call still writes
