@@ -505,6 +505,9 @@ func TestAbandonedPromptKeepsItsPlace(t *testing.T) {
 		}
 		close(s.giveUp) // every parked prompt is given up by its session
 		synctest.Wait()
+		// The next call's session waits for its prompt (one withdrawn
+		// before any request saw it would never be shown).
+		s.giveUp = make(chan struct{})
 		c.send(writeCall("9", ""))
 		state(t, c.recv()) // a 5th round fits again
 	})
