@@ -91,6 +91,33 @@ func repeatKind(k promptCtx, n int) []promptCtx {
 	return ks
 }
 
+// promptingEngine returns an engine asking its clients, serving a prompter
+// that raises a prompt per kind.
+func promptingEngine(t *testing.T, opts engine.Options, kinds ...promptCtx) (*engine.Engine, *prompter) {
+	s := newPrompter(kinds...)
+	opts.AskClient = true
+	e, err := engine.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, s
+}
+
+// eachSequence runs f in a synctest bubble for every context kind and
+// several prompt counts: a session that raises n prompts, all on kind k.
+func eachSequence(t *testing.T, f func(t *testing.T, k promptCtx, n int, e *engine.Engine, s *prompter)) {
+	for _, k := range promptCtxs {
+		for _, n := range []int{1, 2, 3, 5} {
+			t.Run(fmt.Sprintf("%s/%d", k, n), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e, s := promptingEngine(t, engine.Options{}, repeatKind(k, n)...)
+					f(t, k, n, e, s)
+				})
+			})
+		}
+	}
+}
+
 // exchangeWrite sends one 2026-07-28 tools/call of write over the HTTP
 // carrier's entry point; extra is appended to its params.
 func exchangeWrite(ctx context.Context, e *engine.Engine, id int, extra string) engine.Reply {
@@ -116,38 +143,27 @@ func decodeReply(t *testing.T, r engine.Reply) map[string]any {
 // the fix, prompts raised after the first round's context ended filled the
 // call's event channel and the next send blocked for ever.
 func TestShutdownEndsAParkedCallWhateverItsPromptsContexts(t *testing.T) {
-	for _, k := range promptCtxs {
-		for _, n := range []int{1, 2, 3, 5} {
-			t.Run(fmt.Sprintf("%s/%d", k, n), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					s := newPrompter(repeatKind(k, n)...)
-					e, err := engine.New(s, engine.Options{AskClient: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					decodeReply(t, exchangeWrite(context.Background(), e, 1, ""))
-					time.Sleep(time.Minute) // short prompts lapse while the round is parked
-					synctest.Wait()
-					stopped := make(chan error, 1)
-					go func() { stopped <- e.Shutdown(context.Background()) }()
-					synctest.Wait()
-					select {
-					case err := <-stopped:
-						if err != nil {
-							t.Errorf("Shutdown: %v", err)
-						}
-					default:
-						t.Fatal("Shutdown is blocked: a parked call never returned")
-					}
-					select {
-					case <-s.returned:
-					default:
-						t.Error("the session's call did not return")
-					}
-				})
-			})
+	eachSequence(t, func(t *testing.T, _ promptCtx, _ int, e *engine.Engine, s *prompter) {
+		decodeReply(t, exchangeWrite(context.Background(), e, 1, ""))
+		time.Sleep(time.Minute) // short prompts lapse while the round is parked
+		synctest.Wait()
+		stopped := make(chan error, 1)
+		go func() { stopped <- e.Shutdown(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+		default:
+			t.Fatal("Shutdown is blocked: a parked call never returned")
 		}
-	}
+		select {
+		case <-s.returned:
+		default:
+			t.Error("the session's call did not return")
+		}
+	})
 }
 
 // TestRetriesDriveEveryPromptSequenceToItsResult: whatever contexts the
@@ -156,41 +172,30 @@ func TestShutdownEndsAParkedCallWhateverItsPromptsContexts(t *testing.T) {
 // standing for the call: the retry's answer to it is dropped and the retry
 // gets what the call does next.
 func TestRetriesDriveEveryPromptSequenceToItsResult(t *testing.T) {
-	for _, k := range promptCtxs {
-		for _, n := range []int{1, 2, 3, 5} {
-			t.Run(fmt.Sprintf("%s/%d", k, n), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					s := newPrompter(repeatKind(k, n)...)
-					e, err := engine.New(s, engine.Options{AskClient: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer shutdown(t, e)
-					m := decodeReply(t, exchangeWrite(context.Background(), e, 1, ""))
-					for i := 0; ; i++ {
-						r := result(t, m)
-						if r["resultType"] == "complete" {
-							break
-						}
-						if i > 2*n+2 {
-							t.Fatalf("still input_required after %d retries", i)
-						}
-						st := state(t, m)
-						time.Sleep(time.Minute) // short prompts lapse
-						synctest.Wait()
-						m = decodeReply(t, exchangeWrite(context.Background(), e, 2+i, allowAnswer(st)))
-					}
-					want := 0
-					if k == onCall || k == onLong || k == onBack {
-						want = n // every prompt was still waiting when its answer came
-					}
-					if got := envelopeOf(t, m); got != `{"success":true,"toolName":"write","result":`+strconv.Itoa(want)+`}` {
-						t.Errorf("result %s, want %d allowed", got, want)
-					}
-				})
-			})
+	eachSequence(t, func(t *testing.T, k promptCtx, n int, e *engine.Engine, _ *prompter) {
+		defer shutdown(t, e)
+		m := decodeReply(t, exchangeWrite(context.Background(), e, 1, ""))
+		for i := 0; ; i++ {
+			r := result(t, m)
+			if r["resultType"] == "complete" {
+				break
+			}
+			if i > 2*n+2 {
+				t.Fatalf("still input_required after %d retries", i)
+			}
+			st := state(t, m)
+			time.Sleep(time.Minute) // short prompts lapse
+			synctest.Wait()
+			m = decodeReply(t, exchangeWrite(context.Background(), e, 2+i, allowAnswer(st)))
 		}
-	}
+		want := 0
+		if k == onCall || k == onLong || k == onBack {
+			want = n // every prompt was still waiting when its answer came
+		}
+		if got := envelopeOf(t, m); got != `{"success":true,"toolName":"write","result":`+strconv.Itoa(want)+`}` {
+			t.Errorf("result %s, want %d allowed", got, want)
+		}
+	})
 }
 
 func allowAnswer(st string) string {
@@ -205,11 +210,7 @@ func TestCallDeadlineRunsFromTheLastPark(t *testing.T) {
 	for _, next := range []promptCtx{onBack, onLong, onCall} {
 		t.Run(string(next), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newPrompter(onShortFree, next)
-				e, err := engine.New(s, engine.Options{AskClient: true, RoundLifetime: 10 * time.Minute})
-				if err != nil {
-					t.Fatal(err)
-				}
+				e, s := promptingEngine(t, engine.Options{RoundLifetime: 10 * time.Minute}, onShortFree, next)
 				defer shutdown(t, e)
 				state(t, decodeReply(t, exchangeWrite(context.Background(), e, 1, "")))
 				time.Sleep(10*time.Minute + time.Second)
@@ -230,11 +231,7 @@ func TestCallDeadlineRunsFromTheLastPark(t *testing.T) {
 // (docs/SPEC.md §6) instead of staying parked for the round lifetime.
 func TestRetryThatDisconnectsEndsTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newPrompter(onCall)
-		e, err := engine.New(s, engine.Options{AskClient: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, s := promptingEngine(t, engine.Options{}, onCall)
 		defer shutdown(t, e)
 		st := state(t, decodeReply(t, exchangeWrite(context.Background(), e, 1, "")))
 		gone, cancel := context.WithCancel(context.Background())

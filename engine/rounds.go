@@ -27,10 +27,11 @@ import (
 // cancelled naming the chain's latest id (streams), the request that parked
 // it losing its answer (abandon), the end of the stream that minted it,
 // eviction by a newer round of the same principal and Shutdown end it.
-// Expiry is the call's deadline: the round lifetime from its last park. Ending a call settles its prompts closed and cancels its
-// context, so it always finishes and its goroutine always ends; a request
-// that ended it waits for that goroutine, so the call counts against its
-// carrier's in-flight bound until it has returned.
+// Expiry is the call's deadline: the round lifetime from its last park.
+// Ending a call settles its prompts closed and cancels its context, so it
+// always finishes and its goroutine always ends; a request that ended it
+// waits for that goroutine, so the call counts against its carrier's
+// in-flight bound until it has returned.
 
 // promptKey is the one key under which a round's input request travels.
 const promptKey = "prompt"
