@@ -113,7 +113,7 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 	}
 	early, err := c.startup(ctx, frames)
 	if err != nil {
-		c.update(func(s *connState) { s.closing = true })
+		c.shut(false) // nothing runs yet: it only marks the stream closed
 		if !errors.Is(err, ErrInputClosed) {
 			stopReader()
 		}
