@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"strconv"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
-	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -49,64 +49,54 @@ func answered(b []byte) reply                { return reply{Answered, b} }
 func invalid(i jsonrpc.ID, e *Error) reply   { return reply{Invalid, jsonrpc.EncodeError(i, e)} }
 func answerErr(i jsonrpc.ID, e *Error) reply { return reply{Answered, jsonrpc.EncodeError(i, e)} }
 
-// peer is what a framing knows about whoever sent one message: the only
-// thing the pipeline's steps differ by.
+// peer is whoever sent one message: what the pipeline needs of every
+// sender, and its carrier for what differs.
 type peer struct {
-	conn *conn // the connection (ServeConn); nil for an exchange
-	// ctx is an exchange's request context (its calls are cancelled with
-	// it); connections give each request a context of its own.
-	ctx context.Context
-	// headers are the HTTP request's MCP headers; nil on a connection.
-	headers *Headers
-	// httpHeaders holds an exchange's headers, so that headers can point
-	// into the peer rather than into the caller's options.
-	httpHeaders Headers
-	// version is the legacy revision in force for an exchange (its
-	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
-	version   string
+	carrier   carrier
 	principal ports.Principal
-	// bind binds a connection's input-required rounds to it; empty for an
-	// exchange, whose rounds are bound to its principal (see binding).
-	bind string
 	// notify sends a notification related to one request (progress); nil
 	// drops them.
 	notify func([]byte)
-	// batchSlots, when set, bounds how many elements of an exchange's batch
-	// run at once.
+	// batchSlots, when set, bounds how many elements of a batch run at once.
 	batchSlots chan struct{}
-	// room is the inbound of an exchange's single message, allocated with
-	// the peer (see newInbound); nil once taken, and for connections.
-	room *inbound
 }
 
-// newInbound returns a zero inbound for the next message from p: an
-// exchange's single message takes the room allocated with its peer (a
-// request costs one allocation for both); a connection's messages and a
-// batch's elements, which run side by side, get one each.
-func (p *peer) newInbound(inBatch bool) *inbound {
-	if in := p.room; in != nil && !inBatch {
-		p.room = nil
-		return in
-	}
-	return new(inbound)
-}
-
-// binding is what binds p's input-required rounds (docs/SPEC.md §6): its
-// connection, or an exchange's principal. The principal is encoded only when
-// a round needs it; most requests never park one.
-func (p *peer) binding() string {
-	if p.bind != "" {
-		return p.bind
-	}
-	return "http:" + principalKey(p.principal)
-}
-
-// legacyVersion is the revision in force for a legacy request from p.
-func (p *peer) legacyVersion() string {
-	if p.conn != nil {
-		return p.conn.legacyVersion()
-	}
-	return p.version
+// carrier is what differs between the two framings, so the pipeline never
+// asks which it serves (in the spirit of x/tools jsonrpc2_v2's split: the
+// connection owns ids, in-flight requests and responses; the pipeline is
+// only MCP). A connection (*conn, ServeConn) negotiates once, has an
+// in-flight id space, serves every request on its own goroutine and takes
+// responses and notifications; an exchange (*exchange, Exchange) keeps
+// nothing, serves a single message on the caller's goroutine and drops
+// what is not a request (over HTTP a disconnect is the cancellation).
+type carrier interface {
+	// legacyVersion is the revision in force for a legacy request.
+	legacyVersion() string
+	// headers are the HTTP request's MCP headers; nil on a connection.
+	headers() *Headers
+	// route takes a message that is not a request: a response, or a
+	// notification (by value: a pointer through the interface would move
+	// every decoded message to the heap).
+	route(m jsonrpc.Message)
+	// inFlight reports whether a request with id i is being served.
+	inFlight(i jsonrpc.ID) bool
+	// atBound reports whether the in-flight bound is reached.
+	atBound() bool
+	// negotiated reports whether initialize was answered already;
+	// negotiate records one (false: it was answered already).
+	negotiated() bool
+	negotiate(version string, caps []byte) bool
+	// newInbound returns a zero inbound for the next request.
+	newInbound(inBatch bool) *inbound
+	// run serves in (accepted) through the engine, on this goroutine or
+	// one of its own, and gives its answer to to, exactly once.
+	run(p *peer, in *inbound, inBatch bool, to sink)
+	// parkedOn records that request i parked pc (its answer is
+	// input_required).
+	parkedOn(i jsonrpc.ID, pc *parkedCall)
+	// binding is what binds the sender's input-required rounds
+	// (docs/SPEC.md §6): a connection, or an exchange's principal.
+	binding() string
 }
 
 // inbound is one request after decoding and era resolution.
@@ -118,6 +108,9 @@ type inbound struct {
 	array   bool             // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
+	// parked is the call this request parked (its answer is
+	// input_required), ended if that answer is dropped (see abandon).
+	parked *parkedCall
 
 	// Room for the members of params and _meta, so reading them allocates
 	// nothing more in the common case (a tools/call has three of each;
@@ -133,147 +126,148 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 	return jsonrpc.Lookup(in.meta, name)
 }
 
+// sink receives the answer to one message (or one batch), exactly once:
+// on the goroutine that called handle, or on the request's own.
+type sink interface{ deliver(reply) }
+
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
-// batch) at a time: decode, route responses and notifications, parse the
-// params, resolve the era, validate, gate the method, then run it. It
-// returns the answer (ok true), unless the request is served on a goroutine
-// of its own (a connection's request, a batch element): then it returns
-// ok false and that goroutine calls deliver with the answer, exactly once.
-func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
+// batch) at a time: the MCP steps (accept), then the request runs on its
+// carrier. Either way its answer goes to to, exactly once.
+func (e *Engine) handle(p *peer, frame []byte, inBatch bool, to sink) {
+	in, r := e.accept(p, frame, inBatch)
+	if in == nil {
+		to.deliver(r)
+		return
+	}
+	p.carrier.run(p, in, inBatch, to)
+}
+
+// accept decodes one message, routes responses and notifications, parses
+// the params, resolves the era, validates and gates the method. It returns
+// the request to run, or nil and the answer to give at once.
+func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 	m, derr := jsonrpc.DecodeMessage(frame)
 	if derr == jsonrpc.ErrParse {
-		return reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, derr)}, true
+		return nil, reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, derr)}
 	}
 	if derr != nil {
 		if m.IsNotification() {
-			return accepted, true // a notification never gets a reply, not even an error
+			return nil, accepted // a notification never gets a reply, not even an error
 		}
-		return invalid(m.ID, derr), true
+		return nil, invalid(m.ID, derr)
 	}
-	switch {
-	case !m.HasMethod: // a response
-		if p.conn != nil {
-			p.conn.response(&m)
-		}
-		return accepted, true
-	case !m.HasID:
-		if p.conn != nil {
-			p.conn.notification(&m)
-		}
-		return accepted, true // over HTTP a disconnect is the cancellation
+	if !m.HasMethod || !m.HasID { // a response or a notification
+		p.carrier.route(m)
+		return nil, accepted
 	}
-	if p.conn != nil && p.conn.isInFlight(m.ID) {
+	if p.carrier.inFlight(m.ID) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
-		return answerErr(m.ID, jsonrpc.InvalidRequest("id is already in flight")), true
+		return nil, answerErr(m.ID, jsonrpc.InvalidRequest("id is already in flight"))
 	}
-	in := p.newInbound(inBatch)
+	in := p.carrier.newInbound(inBatch)
 	perr := parseParams(&m, in)
 	if perr != nil {
-		return invalid(m.ID, perr), true
+		return nil, invalid(m.ID, perr)
 	}
-	in.modern = isModern(in, p.headers)
+	h := p.carrier.headers()
+	in.modern = isModern(in, h)
 	if in.modern {
 		if inBatch {
-			return invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion)), true
+			return nil, invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion))
 		}
-		if verr := validateModern(in, p.headers); verr != nil {
+		if verr := validateModern(in, h); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return reply{kind, jsonrpc.EncodeError(in.id, verr)}, true
+			return nil, reply{kind, jsonrpc.EncodeError(in.id, verr)}
 		}
 	} else {
-		in.version = p.legacyVersion()
+		in.version = p.carrier.legacyVersion()
 		switch in.method {
 		case "initialize", "ping":
-			if p.conn != nil && p.conn.atBound() {
+			if p.carrier.atBound() {
 				// Answered on this goroutine, they never count as in
 				// flight, but at the bound they are refused like any
 				// other request (docs/SPEC.md §4).
-				return e.refusal(in, "server is busy"), true
+				return nil, e.refusal(in, "server is busy")
 			}
 			if in.method == "ping" {
-				return answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil)), true
+				return nil, answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil))
 			}
 			if inBatch {
-				return answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch")), true
+				return nil, answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch"))
 			}
-			return e.initialize(p, in), true
+			return nil, e.initialize(p, in)
 		case "tools/list", "tools/call":
 		default:
-			return answerErr(in.id, jsonrpc.MethodNotFound(in.method)), true
+			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
 	}
-	if p.conn != nil {
-		return p.conn.start(p, in, deliver)
-	}
-	if inBatch && e.goCall(func() {
-		if p.batchSlots != nil {
-			p.batchSlots <- struct{}{}
-			defer func() { <-p.batchSlots }()
-		}
-		deliver(e.serve(p.ctx, p, in, nil))
-	}) {
-		return reply{}, false
-	}
-	return e.serve(p.ctx, p, in, nil), true
+	return in, reply{}
 }
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
 // element through handle, answered with one array once every element is
 // done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
 // when set, is asked how many elements may run at once (0: Busy).
-func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
-	if !batchesAllowed(p.legacyVersion()) {
-		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, to sink) {
+	if !batchesAllowed(p.carrier.legacyVersion()) {
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
 	elems := jsonrpc.Elements(frame)
 	switch {
 	case len(elems) == 0:
-		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
 		return
 	case len(elems) > max:
-		deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
 		return
 	}
 	if admit != nil {
 		run := admit(len(elems))
 		if run <= 0 {
-			deliver(reply{kind: Busy})
+			to.deliver(reply{kind: Busy})
 			return
 		}
 		if run < len(elems) {
 			p.batchSlots = make(chan struct{}, run)
 		}
 	}
-	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
+	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
+	for i := range b.slots {
+		b.slots[i].b = b
+	}
 	for i, el := range elems {
 		if jsonrpc.FirstByte(el) != '{' {
-			b.put(i, reply{Answered, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))})
+			b.slots[i].deliver(reply{Answered, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))})
 			continue
 		}
-		put := func(r reply) { b.put(i, r) }
-		if r, ok := e.handle(p, el, true, put); ok {
-			put(r)
-		}
+		e.handle(p, el, true, &b.slots[i])
 	}
 }
 
-// batch collects the answers of one batch.
+// batch collects the answers of one batch, one slot per element.
 type batch struct {
-	mu      sync.Mutex
-	slots   [][]byte
+	mu      sync.Mutex // guards pending and the slots' bodies
+	slots   []batchSlot
 	pending int
-	deliver func(reply)
+	to      sink
 }
 
-func (b *batch) put(i int, r reply) {
+// batchSlot is one element's sink and, once delivered, its answer.
+type batchSlot struct {
+	b    *batch
+	body []byte
+}
+
+func (s *batchSlot) deliver(r reply) {
+	b := s.b
 	b.mu.Lock()
 	if r.kind != Cancelled {
-		b.slots[i] = r.body
+		s.body = r.body
 	}
 	b.pending--
 	done := b.pending == 0
@@ -283,18 +277,18 @@ func (b *batch) put(i int, r reply) {
 	}
 	out := []byte{'['}
 	for _, s := range b.slots {
-		if s != nil {
+		if s.body != nil {
 			if len(out) > 1 {
 				out = append(out, ',')
 			}
-			out = append(out, s...)
+			out = append(out, s.body...)
 		}
 	}
 	if len(out) == 1 {
-		b.deliver(accepted) // notifications only: no output
+		b.to.deliver(accepted) // notifications only: no output
 		return
 	}
-	b.deliver(answered(append(out, ']')))
+	b.to.deliver(answered(append(out, ']')))
 }
 
 // parseParams fills in (a zero inbound) with m's id and method, and splits
@@ -395,7 +389,7 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 // initialize answers a legacy initialize. On a connection it negotiates
 // once; an exchange answers it without keeping state (docs/SPEC.md §4).
 func (e *Engine) initialize(p *peer, in *inbound) reply {
-	if p.conn != nil && p.conn.negotiated() {
+	if p.carrier.negotiated() {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	if in.params == nil {
@@ -409,11 +403,9 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	if !isLegacyVersion(version) {
 		version = latestLegacyVersion
 	}
-	if p.conn != nil {
-		caps, _ := in.param("capabilities")
-		if !p.conn.negotiate(version, caps) {
-			return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
-		}
+	caps, _ := in.param("capabilities")
+	if !p.carrier.negotiate(version, caps) {
+		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
@@ -624,7 +616,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 		if !ok {
 			return toolError(e.submit.InvalidArgumentsMessage())
 		}
-		turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
+		turn, err := e.session.Submit(ctx, prompt, caller)
 		switch {
 		case e.shuttingDown(ctx):
 			return errShutdownResult
