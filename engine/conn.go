@@ -663,6 +663,9 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 	params := elicitParms{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema}
 	if version == "2025-06-18" {
 		params.Mode = "" // that revision has form mode only, unnamed
+		if f.RequestedSchema20250618 != nil {
+			params.RequestedSchema = f.RequestedSchema20250618 // nor titled enums
+		}
 	}
 	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
 	c.write(req)

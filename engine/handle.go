@@ -616,7 +616,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 		if !ok {
 			return toolError(e.submit.InvalidArgumentsMessage())
 		}
-		turn, err := e.session.Submit(ctx, prompt, caller)
+		turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
 		switch {
 		case e.shuttingDown(ctx):
 			return errShutdownResult
