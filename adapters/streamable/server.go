@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/netcap"
 )
 
 // Defaults of [ServerOptions], the numbers docs/SPEC.md §5.2 gives the loopback host
@@ -21,8 +22,16 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultStopTimeout       = 5 * time.Second
-	DefaultSendBuffer        = 256 << 10 // bytes
+	DefaultSendBuffer        = netcap.DefaultSendBuffer // bytes
 )
+
+// ConnLimits configures the connection caps of a [Server] (docs/SPEC.md
+// §5.2, §5.3); see [netcap.Limits].
+type ConnLimits = netcap.Limits
+
+// ErrConnLimits is wrapped by [NewServer]'s error for connection caps it
+// cannot apply.
+var ErrConnLimits = netcap.ErrLimits
 
 // Errors of [Server.Start] and [Server.Stop]. The hosts re-export them under
 // their own names (httploopback.ErrStopped is ErrStopped), so errors.Is
@@ -56,9 +65,9 @@ type ServerOptions struct {
 	// 0). Start calls it once, with the lock held, before serving: it must
 	// not call the Server's methods.
 	Admit func(bound netip.AddrPort) http.Handler
-	// Conns caps the open connections (see [LimitListener]); the server
-	// reports its connections' states to the listener, so idle ones make
-	// room for newcomers.
+	// Conns caps the open connections (see [netcap.NewListener]); the
+	// server reports its connections' states to the listener, so idle ones
+	// make room for newcomers.
 	Conns ConnLimits
 	// MaxHeaderBytes bounds a request's line and headers, in bytes as
 	// sent; default 16 KiB. A request over it gets 431, empty, with
@@ -137,8 +146,8 @@ type Server struct {
 }
 
 // NewServer returns a Server for opts; it binds nothing. It fails when
-// Engine, Listen or Admit is nil, Conns is refused by [LimitListener] (an
-// error wrapping [ErrConnLimits]) or a duration is negative.
+// Engine, Listen or Admit is nil, Conns is refused by [netcap.NewListener]
+// (an error wrapping [ErrConnLimits]) or a duration is negative.
 func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Name == "" {
 		opts.Name = "streamable"
@@ -146,8 +155,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	switch {
 	case opts.Engine == nil || opts.Listen == nil || opts.Admit == nil:
 		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
-	case opts.Conns.check() != nil:
-		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.check())
+	case opts.Conns.Check() != nil:
+		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.Check())
 	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0 || opts.SendBuffer < 0:
 		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
@@ -255,7 +264,7 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
-	limited, err := LimitListener(sendBufferListener{ln, s.opts.SendBuffer}, s.opts.Conns)
+	limited, err := netcap.NewListener(netcap.SendBuffer(ln, s.opts.SendBuffer), s.opts.Conns)
 	if err != nil { // NewServer checked the limits
 		_ = ln.Close()
 		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
@@ -284,21 +293,6 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 	s.srv, s.state = srv, started
 	go s.serve(srv, limited)
 	return bound, nil
-}
-
-// sendBufferListener sets the send buffer of every TCP connection it
-// accepts (ServerOptions.SendBuffer).
-type sendBufferListener struct {
-	net.Listener
-	size int
-}
-
-func (l sendBufferListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetWriteBuffer(l.size) // best effort: the kernel may clamp it
-	}
-	return c, err
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
