@@ -146,7 +146,8 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := host.Start(t.Context())
+	err = host.Start(t.Context())
+	addr := host.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
@@ -77,14 +78,14 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		fmt.Fprintf(stderr, "agentmcp: bearer token file: %s\n", tf.path)
 	}
 
-	ep, err := host.Start(ctx)
-	if err != nil {
-		if errors.Is(err, httploopback.ErrStopped) || ctx.Err() != nil {
+	if err := host.Start(ctx); err != nil {
+		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
+	ep := host.Endpoint()
 	if err := tf.write(ep.Token); err != nil {
 		logger.Error("cannot write the token file", "err", err)
 		stop(host, logger)
@@ -93,7 +94,7 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 	fmt.Fprintln(stdout, ep.URL)
 	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root)
 
-	return serveUntilDone(ctx, host, logger)
+	return srv.run(ctx, host)
 }
 
 // tokenFile is the file this process created for the token. It stays open

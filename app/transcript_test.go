@@ -51,7 +51,8 @@ func (c remoteCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Con
 	if err != nil {
 		return nil, err
 	}
-	addr, err := host.Start(context.Background())
+	err = host.Start(context.Background())
+	addr := host.Addr()
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,8 @@ func startEngine(t *testing.T, session ports.Session, opts engine.Options, l htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
+	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,8 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
+	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,8 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := h.Start(context.Background())
+	err = h.Start(context.Background())
+	ep := h.Endpoint()
 	if err != nil {
 		return nil, err
 	}

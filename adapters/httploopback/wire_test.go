@@ -127,7 +127,8 @@ func TestK9BrokenBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
+	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,8 @@ func start(t *testing.T, c config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := h.Start(t.Context())
+	err = h.Start(t.Context())
+	addr := h.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

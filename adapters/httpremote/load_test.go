@@ -65,7 +65,8 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := h.Start(t.Context())
+	err = h.Start(t.Context())
+	bound := h.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

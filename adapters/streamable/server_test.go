@@ -75,7 +75,8 @@ func TestServerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := s.Start(t.Context())
+	err = s.Start(t.Context())
+	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestServerLifecycle(t *testing.T) {
 	if resp.StatusCode != 200 || decode(t, b).Error != nil {
 		t.Fatalf("ping through the framing: %d %s", resp.StatusCode, b)
 	}
-	if _, err := s.Start(t.Context()); !errors.Is(err, streamable.ErrAlreadyStarted) {
+	if err := s.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
 	if err := s.Stop(t.Context()); err != nil {
@@ -99,7 +100,7 @@ func TestServerLifecycle(t *testing.T) {
 	if err := s.Wait(); err != nil {
 		t.Errorf("Wait: %v", err)
 	}
-	if _, err := s.Start(t.Context()); !errors.Is(err, streamable.ErrStopped) {
+	if err := s.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start after Stop: %v", err)
 	}
 	if n := listens.Load(); n != 1 {
@@ -129,14 +130,14 @@ func TestServerStopWinsAgainstPendingStart(t *testing.T) {
 	s := server(t, session, http.NotFoundHandler(), &listens, streamable.ServerOptions{})
 	started := make(chan error, 1)
 	go func() {
-		_, err := s.Start(context.Background())
+		err := s.Start(context.Background())
 		started <- err
 	}()
 	<-session.entered
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	if err := <-started; !errors.Is(err, streamable.ErrStopped) {
+	if err := <-started; !errors.Is(err, engine.ErrStopped) {
 		t.Fatalf("Start: %v, want ErrStopped", err)
 	}
 	if n := listens.Load(); n != 0 {
@@ -160,7 +161,8 @@ func TestServerStopCancelsInFlight(t *testing.T) {
 	})
 	var listens atomic.Int32
 	s := server(t, nil, h, &listens, streamable.ServerOptions{})
-	bound, err := s.Start(t.Context())
+	err := s.Start(t.Context())
+	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +201,8 @@ func TestServerStopTimeout(t *testing.T) {
 	var listens atomic.Int32
 	const stopTimeout = 100 * time.Millisecond
 	s := server(t, nil, h, &listens, streamable.ServerOptions{StopTimeout: stopTimeout})
-	bound, err := s.Start(t.Context())
+	err := s.Start(t.Context())
+	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +213,7 @@ func TestServerStopTimeout(t *testing.T) {
 	}()
 	<-entered
 	began := time.Now()
-	if err := s.Stop(t.Context()); !errors.Is(err, streamable.ErrStopTimeout) {
+	if err := s.Stop(t.Context()); !errors.Is(err, engine.ErrStopTimeout) {
 		t.Fatalf("Stop: %v, want ErrStopTimeout", err)
 	}
 	if d := time.Since(began); d < stopTimeout || d > guard {
@@ -245,7 +248,7 @@ func TestServerServeFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(t.Context()); err != nil {
+	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	err = s.Wait()

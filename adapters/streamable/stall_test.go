@@ -186,7 +186,8 @@ func serveBig(t *testing.T, s bigSession, conns int) (string, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := srv.Start(t.Context())
+	err = srv.Start(t.Context())
+	bound := srv.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,8 +213,8 @@ func TestStopAnswersShuttingDown(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket file after Stop: %v", err)
 	}
-	if err := srv.Start(t.Context()); !errors.Is(err, unixsocket.ErrAlreadyStarted) {
-		t.Errorf("Start after Stop: %v", err)
+	if err := srv.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
+		t.Errorf("Start after Stop: %v, want ErrStopped", err)
 	}
 }
 
