@@ -2,6 +2,20 @@
 // data, and checks a package graph against it. Its test runs the check on
 // the real graph from `go list -deps`, so an import that points the wrong
 // way fails the build's tests, not a review.
+//
+// The rule, with no exception:
+//
+//	domain ← ports ← engine ← adapters/* ← app
+//
+// A package imports only packages of its own layer or the layers to its
+// left: the MCP server (engine) serves the ports and knows no adapter; a
+// carrier or a driven adapter knows the engine and the ports, never app.
+// Within adapters/, the HTTP hosts share adapters/streamable, and no
+// carrier imports a driven adapter (the remote host reaches the verifier
+// through its port). Beside the layers, internal/ holds helpers that
+// depend on the standard library only (internal/netcap: the HTTP hosts'
+// connection caps and socket tuning) and test harnesses, which may drive
+// every carrier but nothing in the module imports.
 package layout
 
 import (
@@ -30,6 +44,21 @@ const (
 )
 
 var core = []string{"ports", "domain"}
+
+// Layers are the rule's layers, left to right: a package of layer i may
+// depend on module packages of layers 0..i only (see the package doc).
+var Layers = []string{"domain", "ports/...", "engine/...", "adapters/...", "app/..."}
+
+// LayerOf returns the layer of the module-relative package rel, or -1 for a
+// package outside the layers (internal/, conformance/).
+func LayerOf(rel string) int {
+	for i, pat := range Layers {
+		if matches(pat, rel) {
+			return i
+		}
+	}
+	return -1
+}
 
 // Rules is the allow-list. A package of the module that no rule names is a
 // violation too, so a new package must state its place.
