@@ -35,6 +35,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Options configures an Engine. The zero value of each field means its
@@ -123,10 +125,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	case ttl < 0:
 		ttl = 0
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := logs.OrDiscard(opts.Logger)
 	name, version := opts.Name, opts.Version
 	if name == "" {
 		name = "agentmcp"

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Admission returns the loopback host's admission (docs/SPEC.md §5.2) as
@@ -18,9 +20,7 @@ import (
 // refusal is empty, closes its connection and reads no body. logger (nil:
 // none) receives one debug record per refusal: status and reason only.
 func Admission(bound netip.AddrPort, token string, logger *slog.Logger) func(http.Handler) http.Handler {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logs.OrDiscard(logger)
 	hostport := bound.String()
 	origin := "http://" + hostport
 	want := []byte(token)

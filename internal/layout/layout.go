@@ -45,6 +45,10 @@ const (
 
 var core = []string{"ports", "domain"}
 
+// logs is the one logging default (a nil Logger discards), a
+// standard-library-only helper any layer may use.
+const logs = "internal/logs"
+
 // Layers are the rule's layers, left to right: a package of layer i may
 // depend on module packages of layers 0..i only (see the package doc).
 var Layers = []string{"domain", "ports/...", "engine/...", "adapters/...", "app/..."}
@@ -65,16 +69,16 @@ func LayerOf(rel string) int {
 var Rules = []Rule{
 	{"domain", nil, "pure rules: the standard library only"},
 	{"ports", []string{"domain"}, "ports speak the domain's types"},
-	{"engine", core, "the shared protocol engine serves the ports"},
-	{"adapters/streamable", append([]string{"engine", "internal/netcap"}, core...), "shared Streamable HTTP framing over the engine, its server's connections capped by internal/netcap"},
-	{"adapters/stdio", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
-	{"adapters/unixsocket", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
-	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", "internal/netcap"}, core...), "a carrier: shared protocol packages, ports, domain"},
-	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", "internal/netcap", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
+	{"engine", append([]string{logs}, core...), "the shared protocol engine serves the ports"},
+	{"adapters/streamable", append([]string{"engine", "internal/netcap", logs}, core...), "shared Streamable HTTP framing over the engine, its server's connections capped by internal/netcap"},
+	{"adapters/stdio", append([]string{"engine", logs}, core...), "a carrier: engine, ports, domain"},
+	{"adapters/unixsocket", append([]string{"engine", logs}, core...), "a carrier: engine, ports, domain"},
+	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", "internal/netcap", logs}, core...), "a carrier: shared protocol packages, ports, domain"},
+	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
-	{"adapters/workspace", core, "the reference session: ports, domain"},
-	{"adapters/agent", core, "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
-	{"adapters/openai", append([]string{goOpenAI + "/..."}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
+	{"adapters/workspace", append([]string{logs}, core...), "the reference session: ports, domain"},
+	{"adapters/agent", append([]string{logs}, core...), "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
+	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/chatscript", nil, "a scripted Chat Completions endpoint for tests: the standard library only"},
@@ -82,9 +86,10 @@ var Rules = []Rule{
 	{"internal/leakcheck", nil, "a goroutine-leak check for tests: the standard library only"},
 	{"internal/hostile", nil, "misbehaving clients for tests: the standard library only"},
 	{"internal/load", append([]string{jose + "/...", "internal/hostile"}, core...), "load-test drivers: a session for the ports, go-jose for the test issuer's tokens, the misbehaving clients beside the load"},
-	{"internal/enginetest", append([]string{"engine", "internal/fake"}, core...), "test support: the engine a carrier's test serves, shut down when the test ends"},
+	{"internal/enginetest", append([]string{"engine", "internal/fake", logs}, core...), "test support: the engine a carrier's test serves, shut down when the test ends"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
 	{"internal/waitfor", nil, "a bounded wait on a channel for tests: the standard library only"},
+	{logs, nil, "the logging default: the standard library only"},
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
