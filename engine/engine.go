@@ -19,10 +19,16 @@
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
+// Every carrier has the one lifecycle of [Carrier] (carrier.go:
+// Start / Stop / Wait, the shared lifecycle errors, and [Engine.Run], which
+// stops the carriers and then shuts the engine down). The engine knows no
+// HTTP: a carrier hands it normalised header values and maps its [Outcome]
+// kinds to its own terms.
+//
 // The files follow the concerns: scan.go and codec.go (JSON text in and
 // out), handle.go (the pipeline and the methods), conn.go (connections),
 // exchange.go (stateless exchanges), caller.go (the Caller a session gets),
-// rounds.go (input-required rounds).
+// rounds.go (input-required rounds), carrier.go (the carrier lifecycle).
 package engine
 
 import (
@@ -174,7 +180,8 @@ func (e *Engine) Validate(ctx context.Context) error {
 // repeat and to call concurrently.
 //
 // Carriers own their listeners and connections: stop them first (their Stop
-// answers what they can still write), then shut the engine down.
+// answers what they can still write), then shut the engine down;
+// [Engine.Run] does both in that order.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	first := !e.stopped

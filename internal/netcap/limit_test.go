@@ -67,7 +67,7 @@ func accept(l net.Listener) <-chan net.Conn {
 	return got
 }
 
-// limited is LimitListener for a test: it fails the test on an error.
+// limited is NewListener for a test: it fails the test on an error.
 func limited(t *testing.T, raw net.Listener, c netcap.Limits) *netcap.Listener {
 	t.Helper()
 	l, err := netcap.NewListener(raw, c)
