@@ -147,10 +147,10 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = host.Start(t.Context())
-	addr := host.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := host.Addr()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

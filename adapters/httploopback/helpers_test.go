@@ -62,10 +62,10 @@ func startEngine(t *testing.T, session ports.Session, opts engine.Options, l htt
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, addr: strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp"), client: &http.Client{Transport: tr}}
 	t.Cleanup(func() {

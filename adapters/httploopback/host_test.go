@@ -96,10 +96,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
@@ -576,10 +576,10 @@ func TestStopWithStuckCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
 	type answer struct {
@@ -739,10 +739,10 @@ func TestTokenNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: &http.Transport{}}}
 	e.post(t, ping)
 	e.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+ep.Token+`"}}}`)
@@ -775,10 +775,10 @@ func TestStopWithParkedRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`

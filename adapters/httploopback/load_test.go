@@ -36,10 +36,10 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	lh := load.HTTPHost{URL: ep.URL, Token: ep.Token}
 	lh.Addr = strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")
 	lh.Host = lh.Addr

@@ -63,10 +63,10 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 		return nil, err
 	}
 	err = h.Start(context.Background())
-	ep := h.Endpoint()
 	if err != nil {
 		return nil, err
 	}
+	ep := h.Endpoint()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: ep.URL, Token: ep.Token,
 		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },

@@ -128,10 +128,10 @@ func TestK9BrokenBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	ep := h.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	e := &env{host: h, ep: ep, addr: strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")}
 	conn, err := net.Dial("tcp", e.addr)
 	if err != nil {

@@ -230,10 +230,10 @@ func start(t *testing.T, c config) *env {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	addr := h.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := h.Addr()
 	e.host, e.addr = h, addr
 	tr := &http.Transport{}
 	e.client = &http.Client{Transport: tr}

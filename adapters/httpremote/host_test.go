@@ -132,10 +132,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	addr := h.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := h.Addr()
 	if !addr.Addr().IsLoopback() || addr.Port() == 0 {
 		t.Errorf("Start = %v, want 127.0.0.1:<port>", addr)
 	}

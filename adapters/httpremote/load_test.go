@@ -66,10 +66,10 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.Start(t.Context())
-	bound := h.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := h.Addr()
 	addr := bound.String()
 	lh := load.HTTPHost{URL: "http://" + addr + "/mcp", Host: publicHost, Addr: addr, Token: valid}
 

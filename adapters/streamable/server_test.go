@@ -76,10 +76,10 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Start(t.Context())
-	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := s.Addr()
 	if bound != handed || bound.Port() == 0 {
 		t.Errorf("Start = %v, Admit got %v: want the same bound address", bound, handed)
 	}
@@ -162,10 +162,10 @@ func TestServerStopCancelsInFlight(t *testing.T) {
 	var listens atomic.Int32
 	s := server(t, nil, h, &listens, streamable.ServerOptions{})
 	err := s.Start(t.Context())
-	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := s.Addr()
 	body := make(chan string, 1)
 	go func() {
 		resp, err := http.Get("http://" + bound.String() + "/")
@@ -202,10 +202,10 @@ func TestServerStopTimeout(t *testing.T) {
 	const stopTimeout = 100 * time.Millisecond
 	s := server(t, nil, h, &listens, streamable.ServerOptions{StopTimeout: stopTimeout})
 	err := s.Start(t.Context())
-	bound := s.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := s.Addr()
 	go func() {
 		if resp, err := http.Get("http://" + bound.String() + "/"); err == nil {
 			resp.Body.Close()

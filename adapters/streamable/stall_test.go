@@ -187,10 +187,10 @@ func serveBig(t *testing.T, s bigSession, conns int) (string, net.Conn) {
 		t.Fatal(err)
 	}
 	err = srv.Start(t.Context())
-	bound := srv.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := srv.Addr()
 	t.Cleanup(func() {
 		if err := srv.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)

@@ -93,10 +93,10 @@ func startAgentmcpLoopback(ctx context.Context) (url, token string, stop func(co
 		return "", "", nil, err
 	}
 	err = h.Start(ctx)
-	ep := h.Endpoint()
 	if err != nil {
 		return "", "", nil, err
 	}
+	ep := h.Endpoint()
 	return ep.URL, ep.Token, stopBoth(h.Stop, eng), nil
 }
 
@@ -124,10 +124,10 @@ func startAgentmcpRemote(ctx context.Context, c remoteConfig) (addr string, stop
 		return "", nil, err
 	}
 	err = h.Start(ctx)
-	ap := h.Addr()
 	if err != nil {
 		return "", nil, err
 	}
+	ap := h.Addr()
 	return ap.String(), stopBoth(h.Stop, eng), nil
 }
 
