@@ -216,8 +216,8 @@ func TestServerStopTimeout(t *testing.T) {
 	if err := s.Stop(t.Context()); !errors.Is(err, engine.ErrStopTimeout) {
 		t.Fatalf("Stop: %v, want ErrStopTimeout", err)
 	}
-	if d := time.Since(began); d < stopTimeout || d > guard {
-		t.Errorf("Stop returned after %v, want about %v", d, stopTimeout)
+	if d := time.Since(began); d < stopTimeout {
+		t.Errorf("Stop returned ErrStopTimeout after %v, before the %v timeout", d, stopTimeout)
 	}
 	close(release)
 	if err := s.Wait(); err != nil {
