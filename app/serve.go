@@ -166,8 +166,8 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 	return &served{session: s, eng: eng, logger: logger}, true
 }
 
-// close shuts the engine down (after the carrier has stopped: what is left
-// are calls parked in input-required rounds) and closes the session.
+// close shuts the engine down (a no-op after [served.run], which did; else
+// after a failed start, when no carrier is left) and closes the session.
 func (s *served) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
@@ -277,18 +277,14 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
-// running is a started carrier, as the CLI drives it.
-type running interface {
-	Wait() error
-	Stop(ctx context.Context) error
-}
-
-// stopGrace bounds the CLI's Stop: every carrier's own Stop returns within
-// 5 s (docs/SPEC.md §3); the margin only guards against one that would not.
-const stopGrace = 6 * time.Second
+// stopGrace bounds the CLI's own stops (a carrier whose start-up it
+// abandons, the engine's Shutdown at exit): every carrier's Stop returns
+// within 5 s (docs/SPEC.md §3); the margin only guards against one that
+// would not.
+const stopGrace = engine.StopTimeout + time.Second
 
 // stop stops c, logging a Stop that did not finish cleanly.
-func stop(c running, logger *slog.Logger) {
+func stop(c engine.Carrier, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	if err := c.Stop(ctx); err != nil {
@@ -296,21 +292,14 @@ func stop(c running, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone waits until c ends on its own (exit 0, or 1 with the
-// failure logged) or ctx ends — SIGINT or SIGTERM — and then stops it (exit
-// 0: calls in flight are answered "server is shutting down").
-func serveUntilDone(ctx context.Context, c running, logger *slog.Logger) int {
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("carrier failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		stop(c, logger)
-		return 0
+// run serves on the started carrier c until it ends on its own (exit 0, or
+// 1 with the failure logged) or ctx ends — SIGINT or SIGTERM — then stops
+// it and shuts the engine down ([engine.Engine.Run]; exit 0: calls in
+// flight are answered "server is shutting down").
+func (s *served) run(ctx context.Context, c engine.Carrier) int {
+	if err := s.eng.Run(ctx, c); err != nil {
+		s.logger.Error("carrier failed", "err", err)
+		return 1
 	}
+	return 0
 }

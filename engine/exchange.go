@@ -7,11 +7,13 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Headers are the Streamable HTTP request headers that the modern revision
-// compares with the body (docs/SPEC.md §4; MCP 2026-07-28 "Standard
-// headers"). Values are as received; the engine trims them and decodes
-// =?base64?…?= itself. A header sent more than once is joined with commas,
-// so it can only mismatch.
+// Headers are what a carrier read beside a modern request that must mirror
+// its body (docs/SPEC.md §4; MCP 2026-07-28 "Standard headers"): the
+// protocol version, the method and a tools/call's tool name, each with
+// whether it was sent at all. Values are normalised by the carrier, which
+// knows its own encoding (Streamable HTTP: trimmed, =?base64?…?= decoded,
+// repeats joined with commas); the engine compares them with the body byte
+// for byte.
 type Headers struct {
 	ProtocolVersion, Method, Name          string
 	HasProtocolVersion, HasMethod, HasName bool
@@ -99,7 +101,7 @@ func (x *exchange) parkedOn(jsonrpc.ID, *parkedCall) {}
 // bigger allocation on every request.
 func (x *exchange) legacyVersion() string {
 	if x.hdr.HasProtocolVersion {
-		return headerValue(x.hdr.ProtocolVersion)
+		return x.hdr.ProtocolVersion
 	}
 	return defaultLegacyVersion
 }

@@ -328,7 +328,7 @@ func isModern(in *inbound, h *Headers) bool {
 	if _, ok := in.metaValue(metaProtocolVersion); ok {
 		return true
 	}
-	return h != nil && h.HasProtocolVersion && !isLegacyVersion(headerValue(h.ProtocolVersion))
+	return h != nil && h.HasProtocolVersion && !isLegacyVersion(h.ProtocolVersion)
 }
 
 // validateModern runs the modern checks in docs/SPEC.md §4's order.
@@ -368,10 +368,10 @@ func validateModern(in *inbound, h *Headers) *Error {
 // Mcp-Name with the body (-32020 HeaderMismatch).
 func checkHeaders(in *inbound, h *Headers) *Error {
 	mismatch := func(what string) *Error { return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what) }
-	if !h.HasProtocolVersion || headerValue(h.ProtocolVersion) != in.version {
+	if !h.HasProtocolVersion || h.ProtocolVersion != in.version {
 		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
 	}
-	if !h.HasMethod || headerValue(h.Method) != in.method {
+	if !h.HasMethod || h.Method != in.method {
 		return mismatch("Mcp-Method must equal the method")
 	}
 	if in.method == "tools/call" {
@@ -379,7 +379,7 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}

@@ -62,10 +62,11 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := h.Start(context.Background())
+	err = h.Start(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	ep := h.Endpoint()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: ep.URL, Token: ep.Token,
 		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },

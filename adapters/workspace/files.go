@@ -257,18 +257,22 @@ const lineCheckBytes = 256
 // reports the end of the line early once ctx is done: Go's regexp offers no
 // other way to stop a match, and one line can cost seconds.
 type lineReader struct {
-	ctx   context.Context
-	line  []byte
-	off   int // bytes handed out
-	check int // offset of the next cancellation check
+	ctx     context.Context
+	line    []byte
+	off     int       // bytes handed out
+	check   int       // offset of the next cancellation check
+	onCheck func(int) // the hooks' lineCheck; nil outside tests
 }
 
-func (r *lineReader) reset(ctx context.Context, line []byte) {
-	*r = lineReader{ctx: ctx, line: line}
+func (r *lineReader) reset(ctx context.Context, line []byte, onCheck func(int)) {
+	*r = lineReader{ctx: ctx, line: line, onCheck: onCheck}
 }
 
 func (r *lineReader) ReadRune() (rune, int, error) {
 	if r.off >= r.check {
+		if r.onCheck != nil {
+			r.onCheck(r.off)
+		}
 		if err := r.ctx.Err(); err != nil {
 			return 0, 0, err
 		}
@@ -292,8 +296,8 @@ func (w *searcher) match(line []byte) bool {
 	if len(line) <= CancelCheckBytes {
 		return w.re.Match(line) // in one piece: keeps regexp's fast paths (literal prefixes, backtracking)
 	}
-	w.long.reset(w.ctx, line)
-	defer w.long.reset(nil, nil)
+	w.long.reset(w.ctx, line, w.s.hooks.lineCheck)
+	defer w.long.reset(nil, nil, nil)
 	return w.re.MatchReader(&w.long)
 }
 

@@ -109,6 +109,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Caps of the runtime tools. They are fixed (docs/SPEC.md §8), not options.
@@ -224,6 +226,11 @@ type hooks struct {
 	// beforeMatch runs before search_text matches one line of the file rel
 	// (its number, from 1).
 	beforeMatch func(rel string, line int)
+
+	// lineCheck runs at each cancellation check while a line longer than
+	// CancelCheckBytes is matched, with the bytes handed to the matcher so
+	// far, before the check.
+	lineCheck func(off int)
 }
 
 // Interface guards.
@@ -239,10 +246,7 @@ func New(opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: open root: %w", err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logs.OrDiscard(opts.Logger)
 	return &Session{root: root, log: log}, nil
 }
 
