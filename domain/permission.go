@@ -16,14 +16,36 @@ import (
 // is quoted with control and bidirectional characters escaped and cut to
 // MaxExcerpt characters; when Contents is set (file contents, large blobs)
 // only its size and SHA-256 are shown, never the bytes (docs/SPEC.md §6 "Forms").
+// When Lines is set (a diff, a shell command), Value is shown as a block:
+// each line on a line of its own, quoted and escaped like an excerpt (so no
+// line of it can pass for the dialog's own text), at most MaxLines lines,
+// then a count of the lines left out.
 type Argument struct {
 	Name     string
 	Value    string
 	Contents bool
+	Lines    bool
 }
 
 // MaxExcerpt bounds each quoted excerpt in a prompt message, in characters.
 const MaxExcerpt = 200
+
+// MaxLines bounds the lines of a Lines argument shown in a prompt message.
+const MaxLines = 60
+
+// Fits reports whether s is shown whole as a Lines argument: at most
+// MaxLines lines of at most MaxExcerpt characters each. A session that must
+// show a value exactly (a command to approve) refuses one that does not fit.
+func Fits(s string) bool {
+	n := 0
+	for line := range strings.SplitSeq(s, "\n") {
+		n++
+		if n > MaxLines || utf8.RuneCountInString(line) > MaxExcerpt {
+			return false
+		}
+	}
+	return true
+}
 
 // Form is an MCP form-mode elicitation (elicitation/create params without
 // mode): the message shown to the user and the flat schema of the answer.
@@ -71,6 +93,19 @@ func describeArgument(a Argument) string {
 	if a.Contents {
 		sum := sha256.Sum256([]byte(a.Value))
 		return fmt.Sprintf("%s: %d bytes, SHA-256 %s", Excerpt(a.Name), len(a.Value), hex.EncodeToString(sum[:]))
+	}
+	if a.Lines {
+		var b strings.Builder
+		b.WriteString(Excerpt(a.Name) + ":")
+		lines := strings.Split(a.Value, "\n")
+		for i, line := range lines {
+			if i == MaxLines {
+				fmt.Fprintf(&b, "\n  … %d more lines", len(lines)-MaxLines)
+				break
+			}
+			b.WriteString("\n  " + Excerpt(line))
+		}
+		return b.String()
 	}
 	return Excerpt(a.Name) + ": " + Excerpt(a.Value)
 }

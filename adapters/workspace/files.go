@@ -546,7 +546,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 			return nil, fmt.Errorf("%q was not overwritten: no answer whether to overwrite it or keep it", p.display)
 		}
 	}
-	if err := s.replace(p, dirs, []byte(content), perm, created); err != nil {
+	if err := s.replace(p, dirs, []byte(content), perm, created, nil); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(content))
@@ -669,7 +669,7 @@ func (s *Session) changed(display string, isDir bool) error {
 	case !st.Mode().IsRegular():
 		why = "it is now neither a file nor a directory"
 	}
-	return fmt.Errorf("%q changed while permission was pending (%s): nothing was written; call write_file again to be asked about the path as it is now", display, why)
+	return fmt.Errorf("%q changed while permission was pending (%s): nothing was written; call the tool again to be asked about the path as it is now", display, why)
 }
 
 // replace writes data at p, in the directory dirs leads to, once openDirs
@@ -678,7 +678,11 @@ func (s *Session) changed(display string, isDir bool) error {
 // never a mix) or, for a new file, linked to it, which fails rather than
 // replace a file that appeared meanwhile. All of it is relative to the
 // verified directory's descriptor, by single names.
-func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool) error {
+//
+// verify, when not nil, is called with the verified directory and p's name
+// in it once the target has been found to be a regular file: edit_file
+// checks there that the file is still the one it read.
+func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool, verify func(dir *os.Root, base string) error) error {
 	dir, closeDir, err := s.openDirs(dirs)
 	if err != nil {
 		return err
@@ -687,12 +691,20 @@ func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.Fil
 	base := path.Base(p.display)
 	switch st, err := dir.Lstat(base); {
 	case errors.Is(err, fs.ErrNotExist):
+		if verify != nil {
+			return s.changed(p.display, false)
+		}
 	case err != nil:
 		return fsError(p, err)
 	case !st.Mode().IsRegular(): // a link, a directory or stranger: not what was approved
 		return s.changed(p.display, false)
 	case created:
 		return appeared(p)
+	}
+	if verify != nil {
+		if err := verify(dir, base); err != nil {
+			return err
+		}
 	}
 
 	var nonce [6]byte

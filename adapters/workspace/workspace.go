@@ -103,6 +103,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,6 +196,11 @@ type Options struct {
 	// later (a rename, a replaced link) does not change the session's root.
 	Root string
 
+	// Commands, when set, adds run_command (docs/SPEC.md §9 "Commands"):
+	// New then also creates the session's private temporary directory,
+	// which Close removes.
+	Commands *Commands
+
 	// Logger receives one debug record per tool call (tool, executionId,
 	// success, duration; never arguments or contents). Nil discards.
 	Logger *slog.Logger
@@ -203,8 +209,23 @@ type Options struct {
 // Session is the reference workspace session. It is safe for concurrent use.
 // Create it with [New] and release it with [Session.Close].
 type Session struct {
-	root   *os.Root
-	log    *slog.Logger
+	root  *os.Root
+	log   *slog.Logger
+	tools []toolSpec // the catalog: toolSpecs, less run_command unless enabled
+
+	// run_command: nil cmds when it is off. rootPath is the root's
+	// absolute path with links resolved (a command's working directory and
+	// a writable tree of its sandbox); tmpDir the private temporary
+	// directory; closing ends with Close, which kills the commands' groups
+	// and waits for them (cmdWG, counted in under cmdMu).
+	cmds      *Commands
+	rootPath  string
+	tmpDir    string
+	closing   context.Context
+	closeCmds context.CancelFunc
+	cmdMu     sync.Mutex
+	cmdWG     sync.WaitGroup
+
 	closed atomic.Bool
 	seq    atomic.Uint64 // execution ids
 
@@ -243,7 +264,41 @@ func New(opts Options) (*Session, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Session{root: root, log: log}, nil
+	s := &Session{root: root, log: log, cmds: opts.Commands}
+	s.closing, s.closeCmds = context.WithCancel(context.Background())
+	for _, t := range toolSpecs {
+		if t.name != "run_command" || s.cmds != nil {
+			s.tools = append(s.tools, t)
+		}
+	}
+	if s.cmds != nil {
+		if err := s.prepareCommands(opts.Root); err != nil {
+			root.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// prepareCommands resolves the root's path and creates the private
+// temporary directory.
+func (s *Session) prepareCommands(root string) error {
+	abs, err := filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: resolve root: %w", err)
+	}
+	s.rootPath = abs
+	if s.tmpDir, err = os.MkdirTemp("", "agentmcp-cmd-"); err != nil {
+		return fmt.Errorf("workspace: create the commands' temporary directory: %w", err)
+	}
+	if s.tmpDir, err = filepath.EvalSymlinks(s.tmpDir); err != nil {
+		os.RemoveAll(s.tmpDir)
+		return fmt.Errorf("workspace: create the commands' temporary directory: %w", err)
+	}
+	return nil
 }
 
 // Close refuses new calls with [ErrClosed] and closes the root. Calls in
@@ -252,6 +307,13 @@ func New(opts Options) (*Session, error) {
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.cmdMu.Lock()
+		s.closeCmds() // kills every running command's process group
+		s.cmdMu.Unlock()
+		s.cmdWG.Wait()
+		if s.tmpDir != "" {
+			os.RemoveAll(s.tmpDir)
+		}
 		s.closeErr = s.root.Close()
 	})
 	return s.closeErr
@@ -262,8 +324,8 @@ func (s *Session) Close() error {
 // §2): the first three read-only and closed-world, write_file destructive,
 // idempotent and closed-world. The slice and the schemas are fresh copies.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
-	out := make([]domain.Tool, len(toolSpecs))
-	for i, spec := range toolSpecs {
+	out := make([]domain.Tool, len(s.tools))
+	for i, spec := range s.tools {
 		out[i] = domain.Tool{
 			Name:        spec.name,
 			Title:       spec.title,
@@ -294,7 +356,7 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 		result any
 		err    error
 	)
-	switch spec := lookupTool(name); {
+	switch spec := s.lookupTool(name); {
 	case spec == nil:
 		err = errors.New(domain.UnknownToolMessage(name))
 	case ctx.Err() != nil:
