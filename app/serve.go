@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -27,6 +28,9 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+
+	// run_command (docs/SPEC.md §9 "Commands").
+	allowCommands, noSandbox *bool
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -44,6 +48,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
+			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
+		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
 	}
 }
 
@@ -61,8 +68,13 @@ func (f *serveFlags) instructions() string {
 	if *f.model == "" {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
+	changers, verb := "write_file and edit_file change a file", "needs"
+	if *f.allowCommands {
+		changers, verb = "write_file and edit_file change a file, run_command runs a shell command in the workspace;", "each needs"
+	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
-		"You can also call the workspace tools directly: list_dir, read_file and search_text only read; write_file replaces a file and needs the user's approval, which the server asks for when it can (otherwise the write is refused). " +
+		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers + " and " + verb +
+		" the user's approval, which the server asks for when it can (otherwise the call is refused). " +
 		"Paths are relative to the workspace root."
 }
 
@@ -135,7 +147,11 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		}
 		systemPrompt = b
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
+	cmds, ok := f.commands(logger)
+	if !ok {
+		return nil, false
+	}
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
@@ -177,6 +193,34 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		"apiKey", keyNote, "systemPrompt", promptNote)
 	return &servedSession{Session: a, ws: ws}, true
 }
+
+// commands configures run_command from --allow-commands and --no-sandbox:
+// nil without --allow-commands; sandboxed with Landlock unless
+// --no-sandbox. Where the kernel offers no Landlock, --allow-commands
+// alone fails start-up with one line that says so and names --no-sandbox.
+func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
+	switch {
+	case !*f.allowCommands && *f.noSandbox:
+		logger.Error("--no-sandbox configures run_command, which --allow-commands turns on: add --allow-commands")
+		return nil, false
+	case !*f.allowCommands:
+		return nil, true
+	case *f.noSandbox:
+		logger.Warn("run_command is on WITHOUT a sandbox (--no-sandbox): an approved command can do whatever this user can")
+		return &workspace.Commands{}, true
+	}
+	abi, err := landlockAvailable()
+	if err != nil {
+		logger.Error("--allow-commands sandboxes commands with Landlock, and " + err.Error() + ": add --no-sandbox to run them without a sandbox")
+		return nil, false
+	}
+	logger.Info("run_command is on, sandboxed with Landlock", "abi", abi)
+	return &workspace.Commands{Sandbox: landlock.Wrap}, true
+}
+
+// landlockAvailable is landlock.Available; tests replace it to play a
+// kernel without Landlock.
+var landlockAvailable = landlock.Available
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
 // most 64 KiB.
