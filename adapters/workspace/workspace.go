@@ -1,16 +1,23 @@
 // Package workspace is agentmcp's reference [ports.Session]: the session the
 // CLI serves, over one directory (its root).
 //
-// It offers four runtime tools, in this order:
+// It offers these runtime tools, in this order (docs/SPEC.md §2):
 //
 //   - list_dir {path}: the entries of one directory;
 //   - read_file {path}: one file's content, at most [MaxReadBytes];
 //   - search_text {pattern, path?}: lines matching a Go regular expression,
 //     at most [MaxMatches];
 //   - write_file {path, content}: replaces or creates one file, after asking
-//     permission through the call's [ports.Caller].
+//     permission through the call's [ports.Caller];
+//   - edit_file {path, old_text, new_text, replace_all?}: replaces exact
+//     text in one file, after asking with a diff of the change;
+//   - find_files {pattern, path?, include_ignored?}: files matching a **
+//     glob, .gitignore honoured, at most [MaxFindResults];
+//   - run_command {command, timeout_s?}: only with [Options.Commands]; one
+//     shell command in the root, after asking (docs/SPEC.md §9 "Commands").
 //
-// The first three are read-only and never ask. Every file access goes through
+// list_dir, read_file, search_text and find_files are read-only and never
+// ask. Every file access goes through
 // an [os.Root] opened on the root directory, so an absolute path, a ".."
 // component or a symbolic link cannot reach outside the root, not even when the
 // tree changes during a call: each open is resolved relative to the root's open
@@ -74,6 +81,18 @@
 //     are for a person to rename.
 //   - Files are opened non-blocking and checked to be regular files on the
 //     open descriptor, so a FIFO or device in the tree cannot stall a call.
+//   - edit_file checks everything it can before asking (the path as
+//     write_file does, the sizes, that old_text occurs as required), shows
+//     a unified diff built from the known replacements (no diff algorithm
+//     is needed), and after the approval writes only onto the very file it
+//     read, byte for byte, through write_file's verified-directory path.
+//   - find_files reads .gitignore files itself on doublestar patterns: the
+//     small libraries for it are unmaintained, and go-git's brings a
+//     filesystem abstraction along; global excludes and .git/info/exclude
+//     are not read.
+//   - run_command's sandbox is a function the caller gives
+//     ([Commands.Sandbox]; the CLI's is adapters/landlock's Wrap), so this
+//     package depends on no sandbox.
 //   - Cancelling a call's ctx ends it with a failed envelope
 //     "<tool> was cancelled"; an unknown tool name is a failed envelope
 //     "Unknown tool: <name>" (the engine normally refuses it first).
