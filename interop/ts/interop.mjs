@@ -26,7 +26,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { RecordingTransport } from './record.mjs';
 
-const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'agent_submit'];
+const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'edit_file', 'find_files', 'agent_submit'];
 const WANT_SUBMIT_DESCRIPTION = 'Submit a prompt to the agent and await its turn';
 const WANT_SUBMIT_SCHEMA = {
   type: 'object',
