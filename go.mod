@@ -8,10 +8,8 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/sashabaranov/go-openai v1.43.0
+	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.16.0
 )
 
-require (
-	golang.org/x/sys v0.49.0 // indirect
-	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
-)
+require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect

@@ -180,7 +180,7 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	cmd.Dir = s.rootPath
 	cmd.Env = commandEnv(s.tmpDir)
 	cmd.Stdout, cmd.Stderr = w, w // one pipe: the output interleaved as written
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -188,7 +188,7 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	}
 	w.Close()
 	pgid := cmd.Process.Pid
-	killGroup := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	killGroup := func() { killProcessGroup(pgid) }
 
 	out := &headTail{}
 	read := make(chan struct{})

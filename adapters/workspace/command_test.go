@@ -1,8 +1,11 @@
+//go:build linux
+
 package workspace_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
@@ -212,20 +218,33 @@ func TestRunCommandKillsBackgroundChildren(t *testing.T) {
 	assertGone(t, pid)
 }
 
-// assertGone checks pid no longer runs: killed, it is a zombie until its
-// reaper (init) waits for it, so a zombie counts as gone.
+// assertGone checks that pid ends (it was sent SIGKILL; a process takes a
+// moment to die): it waits on a pidfd, which becomes readable when the
+// process exits, for at most patience.
 func assertGone(t *testing.T, pid int) {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return // already gone and reaped
+	}
 	if err != nil {
-		return
+		t.Fatalf("pidfd_open %d: %v", pid, err)
 	}
-	// The state follows the command name in parentheses.
-	if i := strings.LastIndexByte(string(data), ')'); i > 0 && len(data) > i+2 && data[i+2] == 'Z' {
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(patience/time.Millisecond))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		if n == 0 {
+			data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			t.Errorf("process %d still runs after %v: %s", pid, patience, data)
+		}
 		return
-	}
-	if syscall.Kill(pid, 0) == nil {
-		t.Errorf("process %d still runs: %s", pid, data)
 	}
 }
 

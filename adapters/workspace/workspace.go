@@ -291,6 +291,10 @@ func New(opts Options) (*Session, error) {
 		}
 	}
 	if s.cmds != nil {
+		if !commandsSupported {
+			root.Close()
+			return nil, errors.New("workspace: run_command needs a Unix system (process groups)")
+		}
 		if err := s.prepareCommands(opts.Root); err != nil {
 			root.Close()
 			return nil, err
