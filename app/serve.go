@@ -68,12 +68,12 @@ func (f *serveFlags) instructions() string {
 	if *f.model == "" {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
-	changers, verb := "write_file and edit_file change a file", "needs"
+	changers := "write_file and edit_file change a file and need"
 	if *f.allowCommands {
-		changers, verb = "write_file and edit_file change a file, run_command runs a shell command in the workspace;", "each needs"
+		changers = "write_file and edit_file change a file and run_command runs a shell command in the workspace; each needs"
 	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
-		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers + " and " + verb +
+		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers +
 		" the user's approval, which the server asks for when it can (otherwise the call is refused). " +
 		"Paths are relative to the workspace root."
 }
