@@ -355,18 +355,11 @@ func (w *searcher) dir(rel string) error {
 		return cancelled("search_text")
 	}
 	w.s.beforeOpen(rel)
-	d, err := w.s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
+	entries, err := w.s.readDirSorted(rel)
 	if err != nil {
 		w.res.FilesSkipped++
 		return nil
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		w.res.FilesSkipped++
-		return nil
-	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
 		switch t := e.Type(); {
@@ -384,6 +377,22 @@ func (w *searcher) dir(rel string) error {
 		}
 	}
 	return nil
+}
+
+// readDirSorted returns the entries of the directory rel (slash-separated,
+// from the root), sorted by name.
+func (s *Session) readDirSorted(rel string) ([]fs.DirEntry, error) {
+	d, err := s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, nil
 }
 
 // file searches one file and reports progress every ProgressEvery files.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -148,13 +147,7 @@ func (w *finder) dir(rel string, rules []ignoreRules) error {
 	if time.Now().After(w.deadline) {
 		return w.stop("time")
 	}
-	d, err := w.s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
-	if err != nil {
-		w.res.Skipped++
-		return nil
-	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
+	entries, err := w.s.readDirSorted(rel)
 	if err != nil {
 		w.res.Skipped++
 		return nil
@@ -164,7 +157,6 @@ func (w *finder) dir(rel string, rules []ignoreRules) error {
 			rules = append(rules[:len(rules):len(rules)], r)
 		}
 	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		w.entries++
 		if w.entries > MaxFindEntries {
