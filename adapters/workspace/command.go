@@ -63,7 +63,9 @@ var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CRED
 
 // commandEnv is the environment of a command: the server's, less every
 // variable whose name holds one of secretWords (OPENAI_API_KEY among
-// them), with TMPDIR, TMP and TEMP set to the private temporary directory.
+// them) and of SSH_AUTH_SOCK and GPG_AGENT_INFO (an agent's socket signs
+// with the user's keys), with TMPDIR, TMP and TEMP set to the private
+// temporary directory.
 func commandEnv(tmp string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -74,8 +76,10 @@ func commandEnv(tmp string) []string {
 			secret = secret || strings.Contains(upper, w)
 		}
 		switch upper {
-		case "TMPDIR", "TMP", "TEMP":
-			secret = true // replaced below
+		case "TMPDIR", "TMP", "TEMP": // replaced below
+			secret = true
+		case "SSH_AUTH_SOCK", "GPG_AGENT_INFO": // they hand out the user's keys
+			secret = true
 		}
 		if !secret {
 			env = append(env, kv)

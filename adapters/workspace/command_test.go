@@ -190,13 +190,13 @@ func TestRunCommandUnsandboxedWritesOutside(t *testing.T) {
 func TestRunCommandEnvironment(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"OPENAI_API_KEY", "sk-test-openai"}, {"GITHUB_TOKEN", "ghp-test"}, {"my_secret", "s3"},
-		{"DB_PASSWORD", "pw"}, {"AWS_SECRET_ACCESS_KEY", "aws"}, {"AGENTMCP_VISIBLE", "shown"},
+		{"DB_PASSWORD", "pw"}, {"AWS_SECRET_ACCESS_KEY", "aws"}, {"SSH_AUTH_SOCK", "/run/agent.sock"}, {"AGENTMCP_VISIBLE", "shown"},
 	} {
 		t.Setenv(kv[0], kv[1])
 	}
 	s, _ := commandSession(t, true, nil)
 	res := run(t, s, "env; cat /proc/self/environ")
-	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY"} {
+	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY", "agent.sock"} {
 		if strings.Contains(res.Output, secret) {
 			t.Errorf("the command saw %q", secret)
 		}

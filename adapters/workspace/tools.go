@@ -129,7 +129,7 @@ var toolSpecs = []toolSpec{
 		description: `Run a shell command (/bin/sh -c) in the workspace root and return its exit code and output. Asks the user for permission first, showing the exact command; a denied call runs nothing. ` +
 			`Standard input is empty. The command runs at most timeout_s seconds (default 120, at most 600); then it and every process it started are killed (timedOut true). ` +
 			`Output is stdout and stderr interleaved as written; when there is more than 64 KiB, the first and last 32 KiB are kept and outputCut is true. ` +
-			`Environment variables whose names hold KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL are removed; TMPDIR is a private temporary directory. ` +
+			`Environment variables whose names hold KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL are removed, and SSH_AUTH_SOCK and GPG_AGENT_INFO; TMPDIR is a private temporary directory. ` +
 			`Where the server runs it sandboxed (sandboxed true), the command may write only under the workspace root and TMPDIR: point caches there (for example GOCACHE=$TMPDIR/go-build go vet ./...). ` +
 			`Processes it leaves running in the background are killed when it exits. Returns {command, exitCode, signal, timedOut, output, outputBytes, outputCut, sandboxed}.`,
 		schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","minLength":1,"maxLength":8192,"description":"The shell command."},"timeout_s":{"type":"integer","minimum":1,"maximum":600,"description":"Time limit in seconds (default 120)."}},"required":["command"],"additionalProperties":false}`),
