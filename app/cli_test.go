@@ -42,14 +42,14 @@ func TestHelp(t *testing.T) {
 		{"serve", [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}}, []string{
 			"Usage:\n  agentmcp serve <carrier> [flags]\n",
 			"Carriers:\n  stdio    Serve",
-			"\nFlags every carrier takes:\n  --ask-client ",
+			"\nFlags every carrier takes:\n  --allow-commands ",
 			"\n  --root DIR                  serve the files under DIR (default \".\")\n",
 			"\n  agentmcp serve http --root ~/project",
 			"Run 'agentmcp help serve <carrier>' or 'agentmcp serve <carrier> --help' for a carrier's flags.\n",
 		}},
 		{"serve stdio", [][]string{{"serve", "stdio", "--help"}, {"serve", "stdio", "-h"}, {"help", "serve", "stdio"}, {"serve", "stdio", "--root", "x", "-help"}}, []string{
 			"Usage:\n  agentmcp serve stdio [flags]\n\nServe the reference session over stdio",
-			"\nFlags:\n  --ask-client ",
+			"\nFlags:\n  --allow-commands ",
 			"\n  --root DIR ",
 			"\n  --submit-name NAME ",
 			"\n  --submit-description TEXT ",

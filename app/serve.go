@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -32,6 +33,9 @@ type serveFlags struct {
 	noModelProbe                      *bool
 
 	carrier string // the serve command's name ("stdio", "http", ...), set by check
+
+	// run_command (docs/SPEC.md §9 "Commands").
+	allowCommands, noSandbox *bool
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -53,6 +57,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"more are refused as busy (needs --model)"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
+		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
+			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
+		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
 	}
 }
 
@@ -120,8 +127,13 @@ func (f *serveFlags) instructions() string {
 	if *f.model == "" {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
+	changers := "write_file and edit_file change a file and need"
+	if *f.allowCommands {
+		changers = "write_file and edit_file change a file and run_command runs a shell command in the workspace; each needs"
+	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
-		"You can also call the workspace tools directly: list_dir, read_file and search_text only read; write_file replaces a file and needs the user's approval, which the server asks for when it can (otherwise the write is refused). " +
+		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers +
+		" the user's approval, which the server asks for when it can (otherwise the call is refused). " +
 		"Paths are relative to the workspace root."
 }
 
@@ -199,7 +211,11 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		}
 		systemPrompt = b
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
+	cmds, ok := f.commands(logger)
+	if !ok {
+		return nil, false
+	}
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
@@ -248,6 +264,34 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	}
 	return &servedSession{Session: a, ws: ws}, true
 }
+
+// commands configures run_command from --allow-commands and --no-sandbox:
+// nil without --allow-commands; sandboxed with Landlock unless
+// --no-sandbox. Where the kernel offers no Landlock, --allow-commands
+// alone fails start-up with one line that says so and names --no-sandbox.
+func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
+	switch {
+	case !*f.allowCommands && *f.noSandbox:
+		logger.Error("--no-sandbox configures run_command, which --allow-commands turns on: add --allow-commands")
+		return nil, false
+	case !*f.allowCommands:
+		return nil, true
+	case *f.noSandbox:
+		logger.Warn("run_command is on WITHOUT a sandbox (--no-sandbox): an approved command can do whatever this user can")
+		return &workspace.Commands{}, true
+	}
+	abi, err := landlockAvailable()
+	if err != nil {
+		logger.Error("--allow-commands sandboxes commands with Landlock, and " + err.Error() + ": add --no-sandbox to run them without a sandbox")
+		return nil, false
+	}
+	logger.Info("run_command is on, sandboxed with Landlock", "abi", abi)
+	return &workspace.Commands{Sandbox: landlock.Wrap}, true
+}
+
+// landlockAvailable is landlock.Available; tests replace it to play a
+// kernel without Landlock.
+var landlockAvailable = landlock.Available
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
 // most 64 KiB.

@@ -41,6 +41,13 @@ const (
 	jose     = "github.com/go-jose/go-jose/v4"
 	timeRate = "golang.org/x/time/rate"
 	goOpenAI = "github.com/sashabaranov/go-openai"
+	// doublestar matches find_files' ** globs and .gitignore patterns.
+	doublestar = "github.com/bmatcuk/doublestar/v4"
+	// goLandlock and what it pulls in: x/sys for the system calls, libcap's
+	// psx for restricting every thread on kernels before Landlock ABI 8.
+	goLandlock = "github.com/landlock-lsm/go-landlock/..."
+	xSys       = "golang.org/x/sys/..."
+	psx        = "kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // core is what every package above the domain may lean on: the ports, the
@@ -79,7 +86,8 @@ var Rules = []Rule{
 	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier: shared protocol packages, ports, domain; x/time/rate bounds its refusal log"},
 	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
-	{"adapters/workspace", append([]string{logs}, core...), "the reference session: ports, domain"},
+	{"adapters/workspace", append([]string{logs, doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock)"},
+	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
 	{"adapters/agent", append([]string{logs}, core...), "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
