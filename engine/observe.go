@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -29,19 +30,19 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 
 // observed describes in for an Observer: never its arguments.
 func (e *Engine) observed(in *inbound) ports.ObservedRequest {
-	r := ports.ObservedRequest{Method: in.method, ProtocolVersion: in.version, RequestID: string(in.id.raw)}
+	r := ports.ObservedRequest{Method: in.method, ProtocolVersion: in.version, RequestID: string(in.id.Raw())}
 	if in.method == "tools/call" {
-		if raw, ok := in.param("name"); ok && isString(raw) {
-			r.Tool = unquote(raw)
+		if raw, ok := in.param("name"); ok && jsonrpc.IsString(raw) {
+			r.Tool = jsonrpc.Unquote(raw)
 			c := e.validated.Load()
 			r.ToolKnown = c != nil && (c.Has(r.Tool) || c.IsSubmit(r.Tool))
 		}
 	}
-	if raw, ok := in.metaValue(metaTraceParent); ok && isString(raw) {
-		r.TraceParent = unquote(raw)
+	if raw, ok := in.metaValue(metaTraceParent); ok && jsonrpc.IsString(raw) {
+		r.TraceParent = jsonrpc.Unquote(raw)
 	}
-	if raw, ok := in.metaValue(metaTraceState); ok && isString(raw) {
-		r.TraceState = unquote(raw)
+	if raw, ok := in.metaValue(metaTraceState); ok && jsonrpc.IsString(raw) {
+		r.TraceState = jsonrpc.Unquote(raw)
 	}
 	return r
 }
@@ -84,7 +85,7 @@ func errorType(r reply) string {
 	case r.kind == Cancelled:
 		return "cancelled"
 	case r.code != 0:
-		return strconv.Itoa(r.code)
+		return strconv.Itoa(int(r.code))
 	case r.toolError:
 		return "tool_error"
 	}

@@ -119,11 +119,8 @@ func (t *Tracer) StartModelStep(ctx context.Context, s ports.ObservedModelStep) 
 	}
 	ctx, span := t.tracer.Start(ctx, opChat+" "+s.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return ctx, func(e ports.ModelStepEnd) {
-		if e.InputTokens >= 0 {
-			span.SetAttributes(keyInputTokens.Int(e.InputTokens))
-		}
-		if e.OutputTokens >= 0 {
-			span.SetAttributes(keyOutputTokens.Int(e.OutputTokens))
+		if e.Usage != nil {
+			span.SetAttributes(keyInputTokens.Int(e.Usage.InputTokens), keyOutputTokens.Int(e.Usage.OutputTokens))
 		}
 		if e.FinishReason != "" {
 			span.SetAttributes(keyFinishReasons.StringSlice([]string{e.FinishReason}))

@@ -45,8 +45,8 @@ func TestAgentSubmitTrace(t *testing.T) {
 	model := chatscript.Script(t,
 		chatscript.Reply{Calls: []chatscript.Call{{ID: "c1", Name: "write_file",
 			Arguments: `{"path":"notes.txt","content":"` + secret + ` content"}`}},
-			Usage: &chatscript.Usage{PromptTokens: 120, CompletionTokens: 12}},
-		chatscript.Reply{Text: "wrote it, " + secret, Usage: &chatscript.Usage{PromptTokens: 160, CompletionTokens: 5}})
+			Usage: &chatscript.Usage{Prompt: 120, Completion: 12}},
+		chatscript.Reply{Text: "wrote it, " + secret, Usage: &chatscript.Usage{Prompt: 160, Completion: 5}})
 	t.Setenv("OPENAI_API_KEY", "")
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

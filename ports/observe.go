@@ -93,9 +93,9 @@ type ObservedModelStep struct {
 type ModelStepEnd struct {
 	// FinishReason is the endpoint's finish_reason, "" when none.
 	FinishReason string
-	// InputTokens and OutputTokens are the usage the endpoint reported;
-	// -1 when it reported none.
-	InputTokens, OutputTokens int
+	// Usage is the step's token counts as the endpoint reported them
+	// (AssistantMessage.Usage), nil when it reported none.
+	Usage *TokenUsage
 	// ErrorType is "" on success, else a short class ("cancelled",
 	// "no_choices", "_OTHER").
 	ErrorType string

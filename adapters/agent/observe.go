@@ -38,10 +38,7 @@ func (s *Session) observedStep() ports.ObservedModelStep {
 
 // stepEnd is a model step's outcome for the Observer.
 func stepEnd(ctx context.Context, reply ports.AssistantMessage, err error) ports.ModelStepEnd {
-	e := ports.ModelStepEnd{FinishReason: reply.FinishReason, InputTokens: -1, OutputTokens: -1}
-	if u := reply.Usage; u != nil {
-		e.InputTokens, e.OutputTokens = u.InputTokens, u.OutputTokens
-	}
+	e := ports.ModelStepEnd{FinishReason: reply.FinishReason, Usage: reply.Usage}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

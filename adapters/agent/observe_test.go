@@ -46,7 +46,11 @@ func (j *journal) StartTurn(ctx context.Context, t ports.ObservedTurn) (context.
 func (j *journal) StartModelStep(ctx context.Context, s ports.ObservedModelStep) (context.Context, func(ports.ModelStepEnd)) {
 	ctx = j.add(ctx, "chat "+s.Model+" "+s.ServerAddress)
 	return ctx, func(e ports.ModelStepEnd) {
-		j.end("chat " + e.FinishReason + " " + itoa(e.InputTokens) + " " + itoa(e.OutputTokens) + " " + e.ErrorType)
+		in, out := -1, -1
+		if e.Usage != nil {
+			in, out = e.Usage.InputTokens, e.Usage.OutputTokens
+		}
+		j.end("chat " + e.FinishReason + " " + itoa(in) + " " + itoa(out) + " " + e.ErrorType)
 	}
 }
 

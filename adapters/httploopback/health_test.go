@@ -43,6 +43,7 @@ func (e *env) probe(t *testing.T, method, target, host string, extra ...string) 
 func TestHealthProbes(t *testing.T) {
 	s := &brokenCatalog{Session: fake.New()}
 	e := start(t, s, httploopback.Limits{})
+	otherPath := "agentmcp: refused (request-target, other-path): the endpoint is http://" + e.addr + "/mcp exactly (no other path, no query)\n"
 	for _, c := range []struct {
 		name, method, target, host string
 		extra                      []string
@@ -56,9 +57,10 @@ func TestHealthProbes(t *testing.T) {
 		{"localhost", "GET", "/healthz", "localhost:" + strings.Split(e.addr, ":")[1], nil, 403, ""},
 		{"Origin", "GET", "/readyz", e.addr, []string{"Origin", "http://" + e.addr}, 403, ""},
 		{"POST", "POST", "/healthz", e.addr, []string{"Content-Length", "0"}, 405, ""},
-		// Not exactly the probe's target: the /mcp admission refuses it.
-		{"query", "GET", "/healthz?verbose", e.addr, nil, 403, ""},
-		{"slash", "GET", "/readyz/", e.addr, nil, 403, ""},
+		// Not exactly the probe's target: the /mcp admission refuses it,
+		// with its hint.
+		{"query", "GET", "/healthz?verbose", e.addr, nil, 403, otherPath},
+		{"slash", "GET", "/readyz/", e.addr, nil, 403, otherPath},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := e.probe(t, c.method, c.target, c.host, c.extra...)

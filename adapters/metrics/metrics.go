@@ -209,11 +209,9 @@ func (m *Metrics) StartModelStep(ctx context.Context, s ports.ObservedModelStep)
 	start := time.Now()
 	return ctx, func(e ports.ModelStepEnd) {
 		m.model.WithLabelValues("chat", s.Provider, s.Model, e.ErrorType).Observe(time.Since(start).Seconds())
-		if e.InputTokens >= 0 {
-			m.tokens.WithLabelValues("chat", s.Provider, s.Model, "input").Observe(float64(e.InputTokens))
-		}
-		if e.OutputTokens >= 0 {
-			m.tokens.WithLabelValues("chat", s.Provider, s.Model, "output").Observe(float64(e.OutputTokens))
+		if e.Usage != nil {
+			m.tokens.WithLabelValues("chat", s.Provider, s.Model, "input").Observe(float64(e.Usage.InputTokens))
+			m.tokens.WithLabelValues("chat", s.Provider, s.Model, "output").Observe(float64(e.Usage.OutputTokens))
 		}
 	}
 }

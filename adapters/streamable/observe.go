@@ -1,8 +1,10 @@
 package streamable
 
 import (
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -41,6 +43,24 @@ type observedConn struct {
 func (c *observedConn) Close() error {
 	c.once.Do(c.end)
 	return c.Conn.Close()
+}
+
+// SyscallConn and SetWriteBuffer reach the socket beneath, so that the
+// connection caps still peek at unread bytes and tune the send buffer
+// (internal/netcap) on an observed connection.
+func (c *observedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
+
+func (c *observedConn) SetWriteBuffer(bytes int) error {
+	if wb, ok := c.Conn.(interface{ SetWriteBuffer(int) error }); ok {
+		return wb.SetWriteBuffer(bytes)
+	}
+	return nil
 }
 
 // CloseWrite half-closes the TCP connection (net/http uses it to end a

@@ -27,11 +27,16 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/otel"
 )
 
 func main() {
+	// First, as in agentmcp: when this process is run_command's sandbox
+	// launcher (the binary re-executed by landlock.Wrap), it restricts
+	// itself and execs the command, never returning.
+	landlock.Main()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // see app/cmd/agentmcp
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var opts app.MainOptions
