@@ -86,7 +86,6 @@ type exchange struct {
 }
 
 func (x *exchange) headers() *Headers                { return &x.hdr }
-func (x *exchange) route(jsonrpc.Message)            {} // over HTTP a disconnect is the cancellation
 func (x *exchange) inFlight(jsonrpc.ID) bool         { return false }
 func (x *exchange) atBound() bool                    { return false }
 func (x *exchange) negotiated() bool                 { return false }
@@ -127,11 +126,21 @@ func (x *exchange) run(p *peer, in *inbound, inBatch bool, to sink) {
 			p.batchSlots <- struct{}{}
 			defer func() { <-p.batchSlots }()
 		}
-		to.deliver(x.e.serve(x.ctx, p, in, nil))
+		to.deliver(x.e.serveExchange(x.ctx, p, in))
 	}) {
 		return
 	}
-	to.deliver(x.e.serve(x.ctx, p, in, nil))
+	to.deliver(x.e.serveExchange(x.ctx, p, in))
+}
+
+// route takes a message that is not a request: a notifications/cancelled
+// reaches the sender's own legacy tools/call with that id (see
+// httpFlights); anything else is dropped (a response has no request of
+// ours to answer over a stateless exchange).
+func (x *exchange) route(m jsonrpc.Message) {
+	if m.HasMethod {
+		x.e.cancelExchange(x.peer.principal, &m)
+	}
 }
 
 // deliver takes the single message's answer: handle gives it on Exchange's

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// HTTP cancellation (docs/SPEC.md §3 "Cancellation"). A stateless exchange
+// keeps nothing between requests, yet the 2025-era clients (the TypeScript
+// SDK, LangChain's adapters, mcp-use) cancel a request over HTTP by POSTing
+// notifications/cancelled in another exchange while they keep the original
+// request open — also when their own request timeout fires. So the engine
+// keeps the legacy tools/calls its exchanges are serving in one registry,
+// keyed by (principal, JSON-RPC id), which a later notifications/cancelled
+// body of the same principal reaches:
+//
+//   - exactly one such call in flight: it is cancelled (its tool's ctx ends
+//     with errCancelledByClient) and its request answers nothing;
+//   - none: the notification is ignored, as an unknown or finished id is on
+//     a stream; another principal's call with that id is never touched, and
+//     the sender cannot tell whether one exists (202 either way);
+//   - several (ids repeat across clients of one principal: every loopback
+//     client is the same principal, and SDKs count ids from 0): none is
+//     cancelled and that is logged with the count — cancelling one at a
+//     guess, or all, could end another client's turn, while the client
+//     that meant it can still close its request.
+//
+// Only legacy tools/calls are kept: the others answer at once, and a modern
+// request is cancelled by closing it (MCP 2026-07-28 has no cancellation
+// notification over HTTP). So the modern hot path is untouched. The
+// registry is bounded by maxHTTPFlights; a call beyond it is served without
+// an entry (closing its request still cancels it).
+
+// maxHTTPFlights bounds the registry: well above what the HTTP hosts admit
+// in flight at once.
+const maxHTTPFlights = 4096
+
+// httpFlights is the registry of cancellable exchange calls.
+type httpFlights struct {
+	mu sync.Mutex
+	n  int
+	m  map[string][]*httpFlight // by principal and id (flightKey)
+}
+
+// httpFlight is one registered call.
+type httpFlight struct {
+	key       string
+	cancel    context.CancelCauseFunc
+	cancelled bool // by a notifications/cancelled: answer nothing
+}
+
+// flightKey joins a principal and an id; principalKey never holds a NUL
+// byte outside a JSON string escape, so the two parts cannot run together.
+func flightKey(p ports.Principal, i jsonrpc.ID) string {
+	return principalKey(p) + "\x00" + i.Key()
+}
+
+// add registers a call of p with id i, on a context of its own under ctx.
+// At the bound it returns ctx and nil: the call runs unregistered.
+func (r *httpFlights) add(ctx context.Context, p ports.Principal, i jsonrpc.ID) (context.Context, *httpFlight) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n >= maxHTTPFlights {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	f := &httpFlight{key: flightKey(p, i), cancel: cancel}
+	if r.m == nil {
+		r.m = make(map[string][]*httpFlight)
+	}
+	r.m[f.key] = append(r.m[f.key], f)
+	r.n++
+	return ctx, f
+}
+
+// remove unregisters f and releases its context; it reports whether a
+// notifications/cancelled cancelled the call.
+func (r *httpFlights) remove(f *httpFlight) bool {
+	r.mu.Lock()
+	fs := slices.DeleteFunc(r.m[f.key], func(x *httpFlight) bool { return x == f })
+	if len(fs) == 0 {
+		delete(r.m, f.key)
+	} else {
+		r.m[f.key] = fs
+	}
+	r.n--
+	cancelled := f.cancelled
+	r.mu.Unlock()
+	f.cancel(nil)
+	return cancelled
+}
+
+// cancel cancels the one call of p with id i; it reports how many calls
+// of p have that id (0, 1, or more: then none is cancelled).
+func (r *httpFlights) cancelOne(p ports.Principal, i jsonrpc.ID) int {
+	r.mu.Lock()
+	fs := r.m[flightKey(p, i)]
+	var f *httpFlight
+	if len(fs) == 1 {
+		f = fs[0]
+		f.cancelled = true
+	}
+	r.mu.Unlock()
+	if f != nil {
+		f.cancel(errCancelledByClient)
+	}
+	return len(fs)
+}
+
+// serveExchange serves an exchange's request; a legacy tools/call is
+// registered while it runs, so a notifications/cancelled of the same
+// principal can end it (see httpFlights). A call so cancelled answers
+// nothing (Cancelled), as on a stream.
+func (e *Engine) serveExchange(ctx context.Context, p *peer, in *inbound) reply {
+	if in.modern || in.method != "tools/call" {
+		return e.serve(ctx, p, in, nil)
+	}
+	ctx, f := e.flights.add(ctx, p.principal, in.id)
+	if f == nil {
+		return e.serve(ctx, p, in, nil)
+	}
+	r := e.serve(ctx, p, in, nil)
+	if e.flights.remove(f) && !e.shuttingDown(ctx) {
+		return reply{kind: Cancelled}
+	}
+	return r
+}
+
+// cancelExchange handles a notifications/cancelled that arrived in an
+// exchange from p (see httpFlights).
+func (e *Engine) cancelExchange(p ports.Principal, m *jsonrpc.Message) {
+	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
+		return
+	}
+	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
+	i, ok := jsonrpc.ParseID(raw)
+	if !ok {
+		return
+	}
+	if n := e.flights.cancelOne(p, i); n > 1 {
+		e.logger.Warn("engine: notifications/cancelled ignored: several requests of the same principal are in flight with that id",
+			"requests", n)
+	}
+}
