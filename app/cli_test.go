@@ -42,14 +42,14 @@ func TestHelp(t *testing.T) {
 		{"serve", [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}}, []string{
 			"Usage:\n  agentmcp serve <carrier> [flags]\n",
 			"Carriers:\n  stdio    Serve",
-			"\nFlags every carrier takes:\n  --ask-client ",
-			"\n  --root DIR                  serve the files under DIR (default \".\")\n",
+			"\nFlags every carrier takes:\n  --approval-timeout DURATION ",
+			"\n  --root DIR                    serve the files under DIR (default \".\")\n",
 			"\n  agentmcp serve http --root ~/project",
 			"Run 'agentmcp help serve <carrier>' or 'agentmcp serve <carrier> --help' for a carrier's flags.\n",
 		}},
 		{"serve stdio", [][]string{{"serve", "stdio", "--help"}, {"serve", "stdio", "-h"}, {"help", "serve", "stdio"}, {"serve", "stdio", "--root", "x", "-help"}}, []string{
 			"Usage:\n  agentmcp serve stdio [flags]\n\nServe the reference session over stdio",
-			"\nFlags:\n  --ask-client ",
+			"\nFlags:\n  --approval-timeout DURATION ",
 			"\n  --root DIR ",
 			"\n  --submit-name NAME ",
 			"\n  --submit-description TEXT ",
@@ -58,7 +58,7 @@ func TestHelp(t *testing.T) {
 		}},
 		{"serve http", [][]string{{"serve", "http", "--help"}, {"help", "serve", "http"}}, []string{
 			"Usage:\n  agentmcp serve http [flags]\n",
-			"\n  --port N                    TCP port N on 127.0.0.1; 0 picks a free one\n",
+			"\n  --port N                      TCP port N on 127.0.0.1; 0 picks a free one\n",
 			"\n  --token-file PATH ",
 			"\n  --root DIR ",
 			"\nExample:\n  agentmcp serve http --root ~/project --port 8931 --token-file ~/.agentmcp-token\n",
