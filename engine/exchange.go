@@ -67,7 +67,8 @@ func (e *Engine) BaseContext(parent context.Context) context.Context {
 // exchange is the carrier of one stateless exchange (a Streamable HTTP
 // POST): its peer and the inbound of its single message, allocated
 // together, and what the request's headers said. It keeps nothing between
-// requests: no negotiation, no in-flight ids, no responses to route. It is
+// requests: no negotiation, no responses to route; its legacy tools/call
+// is in the engine's registry while it runs (flights.go). It is
 // one allocation per request; at 752 bytes it stays in the 768-byte size
 // class with the runtime's 8-byte header (BenchmarkToolsCallExchange's
 // B/op shows a field more).
@@ -159,7 +160,9 @@ func (c replies) deliver(r reply) { c <- r }
 // answered without keeping state.
 //
 // ctx is the request's: when it ends (the client went away) the call is
-// cancelled and the kind is Cancelled; when the carrier cancels it with
+// cancelled and the kind is Cancelled, as it is when a later body of the
+// same principal's, notifications/cancelled naming a legacy tools/call's
+// id, cancels it (docs/SPEC.md §3 "Cancellation"); when the carrier cancels it with
 // cause [ErrShuttingDown], or the engine shuts down, a tools/call answers
 // "server is shutting down". Kinds map to Streamable HTTP statuses as
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,
