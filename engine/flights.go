@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
@@ -43,36 +42,38 @@ const maxHTTPFlights = 4096
 type httpFlights struct {
 	mu sync.Mutex
 	n  int
-	m  map[string][]*httpFlight // by principal and id (flightKey)
+	m  map[flightKey]*httpFlight // the first of each key's calls; the rest follow on next
+}
+
+// flightKey is who sent a call and its id (jsonrpc.ID.Key).
+type flightKey struct {
+	who ports.Principal
+	id  string
 }
 
 // httpFlight is one registered call.
 type httpFlight struct {
-	key       string
+	key       flightKey
 	cancel    context.CancelCauseFunc
-	cancelled bool // by a notifications/cancelled: answer nothing
-}
-
-// flightKey joins a principal and an id; principalKey never holds a NUL
-// byte outside a JSON string escape, so the two parts cannot run together.
-func flightKey(p ports.Principal, i jsonrpc.ID) string {
-	return principalKey(p) + "\x00" + i.Key()
+	cancelled bool        // by a notifications/cancelled: answer nothing
+	next      *httpFlight // another call of the same principal with the same id
 }
 
 // add registers a call of p with id i, on a context of its own under ctx.
 // At the bound it returns ctx and nil: the call runs unregistered.
 func (r *httpFlights) add(ctx context.Context, p ports.Principal, i jsonrpc.ID) (context.Context, *httpFlight) {
+	f := &httpFlight{key: flightKey{p, i.Key()}}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n >= maxHTTPFlights {
 		return ctx, nil
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	f := &httpFlight{key: flightKey(p, i), cancel: cancel}
+	ctx, f.cancel = context.WithCancelCause(ctx)
 	if r.m == nil {
-		r.m = make(map[string][]*httpFlight)
+		r.m = make(map[flightKey]*httpFlight)
 	}
-	r.m[f.key] = append(r.m[f.key], f)
+	f.next = r.m[f.key]
+	r.m[f.key] = f
 	r.n++
 	return ctx, f
 }
@@ -81,11 +82,18 @@ func (r *httpFlights) add(ctx context.Context, p ports.Principal, i jsonrpc.ID) 
 // notifications/cancelled cancelled the call.
 func (r *httpFlights) remove(f *httpFlight) bool {
 	r.mu.Lock()
-	fs := slices.DeleteFunc(r.m[f.key], func(x *httpFlight) bool { return x == f })
-	if len(fs) == 0 {
+	for p := r.m[f.key]; ; p = p.next {
+		if p == f {
+			r.m[f.key] = f.next
+			break
+		}
+		if p.next == f {
+			p.next = f.next
+			break
+		}
+	}
+	if r.m[f.key] == nil {
 		delete(r.m, f.key)
-	} else {
-		r.m[f.key] = fs
 	}
 	r.n--
 	cancelled := f.cancelled
@@ -94,21 +102,23 @@ func (r *httpFlights) remove(f *httpFlight) bool {
 	return cancelled
 }
 
-// cancel cancels the one call of p with id i; it reports how many calls
+// cancelOne cancels the one call of p with id i; it reports how many calls
 // of p have that id (0, 1, or more: then none is cancelled).
 func (r *httpFlights) cancelOne(p ports.Principal, i jsonrpc.ID) int {
 	r.mu.Lock()
-	fs := r.m[flightKey(p, i)]
-	var f *httpFlight
-	if len(fs) == 1 {
-		f = fs[0]
-		f.cancelled = true
+	first := r.m[flightKey{p, i.Key()}]
+	n := 0
+	for f := first; f != nil; f = f.next {
+		n++
+	}
+	if n == 1 {
+		first.cancelled = true
 	}
 	r.mu.Unlock()
-	if f != nil {
-		f.cancel(errCancelledByClient)
+	if n == 1 {
+		first.cancel(errCancelledByClient)
 	}
-	return len(fs)
+	return n
 }
 
 // serveExchange serves an exchange's request; a legacy tools/call is
