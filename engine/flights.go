@@ -143,11 +143,7 @@ func (e *Engine) serveExchange(ctx context.Context, p *peer, in *inbound) reply 
 // cancelExchange handles a notifications/cancelled that arrived in an
 // exchange from p (see httpFlights).
 func (e *Engine) cancelExchange(p ports.Principal, m *jsonrpc.Message) {
-	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
-		return
-	}
-	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
-	i, ok := jsonrpc.ParseID(raw)
+	i, ok := cancelledID(m)
 	if !ok {
 		return
 	}
@@ -155,4 +151,15 @@ func (e *Engine) cancelExchange(p ports.Principal, m *jsonrpc.Message) {
 		e.logger.Warn("engine: notifications/cancelled ignored: several requests of the same principal are in flight with that id",
 			"requests", n)
 	}
+}
+
+// cancelledID is the requestId a notifications/cancelled names; false for
+// any other message, or params without a valid id (ignored, as MCP says a
+// notification never gets an error).
+func cancelledID(m *jsonrpc.Message) (jsonrpc.ID, bool) {
+	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
+		return jsonrpc.ID{}, false
+	}
+	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
+	return jsonrpc.ParseID(raw)
 }
