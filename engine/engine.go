@@ -109,6 +109,10 @@ type Engine struct {
 	// rounds holds parked input-required rounds; nil while AskClient is off.
 	rounds        *roundStore
 	roundLifetime time.Duration
+
+	// flights are the legacy tools/calls exchanges serve, for a later
+	// exchange's notifications/cancelled (flights.go).
+	flights httpFlights
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on

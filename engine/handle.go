@@ -67,8 +67,9 @@ type peer struct {
 // only MCP). A connection (*conn, ServeConn) negotiates once, has an
 // in-flight id space, serves every request on its own goroutine and takes
 // responses and notifications; an exchange (*exchange, Exchange) keeps
-// nothing, serves a single message on the caller's goroutine and drops
-// what is not a request (over HTTP a disconnect is the cancellation).
+// nothing of its own, serves a single message on the caller's goroutine and
+// drops what is not a request, except notifications/cancelled, which
+// reaches the engine's registry of legacy calls in flight (flights.go).
 type carrier interface {
 	// legacyVersion is the revision in force for a legacy request.
 	legacyVersion() string
