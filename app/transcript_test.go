@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/engine"
-	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 // TestTranscriptsRemote replays the shared HTTP transcripts through the
@@ -26,7 +26,7 @@ func TestTranscriptsRemote(t *testing.T) {
 	for _, f := range files {
 		t.Run(f.Path[len("../testdata/transcripts/"):], func(t *testing.T) {
 			t.Parallel()
-			transcript.Run(t, c, f, transcript.Options{Timeout: 30 * time.Second})
+			transcript.RunFile(t, c, f, transcript.Options{Timeout: 30 * time.Second})
 		})
 	}
 }

@@ -1,0 +1,105 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Stdio binds this repository's stdio carrier (docs/SPEC.md §5.1): each
+// transcript gets an engine built from Engine (AskClient from the
+// transcript's ask-client: header) and a real stdio.Transport whose stdin
+// and stdout are io.Pipes. Its name is "stdio".
+type Stdio struct {
+	Engine engine.Options
+}
+
+// Name implements [Carrier].
+func (Stdio) Name() string { return "stdio" }
+
+// Connect implements [Carrier].
+func (b Stdio) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) {
+	opts := b.Engine
+	opts.AskClient = cfg.AskClient
+	eng, err := engine.New(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr, err := stdio.New(eng, stdio.Options{Stdin: inR, Stdout: outW})
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, errors.Join(err, eng.Shutdown(context.Background()))
+	}
+	waited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = tr.Wait()
+		// The composition root's part: the engine ends with its carrier.
+		if err := eng.Shutdown(context.Background()); err != nil && waitErr == nil {
+			waitErr = err
+		}
+		// The transport never closes stdout itself; closing our end of it
+		// lets the reader see the end once serving has ended.
+		outW.Close()
+		close(waited)
+	}()
+	return &StreamConn{
+		In: inW, Out: outR,
+		End: func() error { <-waited; return waitErr },
+		Stop: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			inW.CloseWithError(errors.New("transcript aborted"))
+			_ = tr.Stop(ctx)
+			outR.CloseWithError(errors.New("transcript aborted"))
+		},
+	}, nil
+}
+
+// Loopback binds this repository's loopback Streamable HTTP host
+// (docs/SPEC.md §5.2) on 127.0.0.1: each transcript gets an engine built
+// from Engine (AskClient from the ask-client: header) and a started host;
+// every client line is one POST with the host's bearer token
+// ([NewHTTPConn]). Its name is "http".
+type Loopback struct {
+	Engine engine.Options
+}
+
+// Name implements [Carrier].
+func (Loopback) Name() string { return "http" }
+
+// Connect implements [Carrier].
+func (b Loopback) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) {
+	opts := b.Engine
+	opts.AskClient = cfg.AskClient
+	eng, err := engine.New(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	h, err := httploopback.New(eng, httploopback.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ep, err := h.Start(context.Background())
+	if err != nil {
+		return nil, errors.Join(err, eng.Shutdown(context.Background()))
+	}
+	return NewHTTPConn(HTTPTarget{
+		URL: ep.URL, Token: ep.Token,
+		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },
+		Wait: h.Wait,
+	}), nil
+}
