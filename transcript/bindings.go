@@ -1,9 +1,12 @@
 package transcript
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -102,4 +105,67 @@ func (b Loopback) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, erro
 		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },
 		Wait: h.Wait,
 	}), nil
+}
+
+// Command binds any stdio MCP server by its command line: each transcript
+// starts Path with Args (and os.Environ plus Env) and speaks to its stdin
+// and stdout; the session [Play] hands it is not used, so a transcript
+// recorded with agentmcp record replays against the server it was recorded
+// from, or another. Its name is "stdio". The process's stderr goes to the
+// test's log.
+type Command struct {
+	Path string
+	Args []string
+	Env  []string
+}
+
+// Name implements [Carrier].
+func (Command) Name() string { return "stdio" }
+
+// Connect implements [Carrier].
+func (b Command) Connect(t testing.TB, _ ports.Session, _ Config) (Conn, error) {
+	// Pipes of the OS, not exec's: the reader then sees the end of stdout
+	// when the process ends, and Wait can run beside it.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(b.Path, b.Args...)
+	cmd.Env = append(os.Environ(), b.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logWriter{t}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	waited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(waited) }()
+	return &StreamConn{
+		In: inW, Out: outR,
+		End: func() error { <-waited; return waitErr },
+		Stop: func() {
+			_ = cmd.Process.Kill()
+			inW.Close()
+			<-waited
+			outR.Close()
+		},
+	}, nil
+}
+
+// logWriter writes a process's stderr to the test's log, a line at a time.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", bytes.TrimRight(p, "\n"))
+	return len(p), nil
 }

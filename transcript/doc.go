@@ -35,7 +35,11 @@
 //	                  a test checks every row of the coverage table has one
 //	ignore: PATH...   members removed from every message, expected and actual,
 //	                  before comparing: dot-separated member names, "*" for
-//	                  every array element (e.g. result._meta, error.data)
+//	                  every array element (e.g. result._meta, error.data);
+//	                  a path that meets a string holding a JSON object or
+//	                  array goes on inside it (result.content.*.text.duration
+//	                  drops an envelope's duration), and the decoded value is
+//	                  compared in the string's place
 //	carriers: NAME... only these carriers run it (default: all)
 //	bug: TEXT         a known server bug this transcript catches; a failure
 //	                  message quotes it (see transcript/BUGS.md)
