@@ -1,5 +1,6 @@
 // Package pipecarrier is the smallest stream carrier: one in-memory
-// connection (net.Pipe) served by an agentmcp engine, with the lifecycle
+// connection (two net.Pipes, one each way, so the client can end its
+// output and still read the answers) served by an agentmcp engine, with the lifecycle
 // every carrier keeps (docs/SPEC.md §5 of agentmcp): Start once, Stop safe
 // to repeat and before Start, Wait for the end. A test dials it with
 // Client; a real carrier would accept connections from a listener instead.
@@ -22,10 +23,12 @@ var (
 
 // Carrier serves one net.Pipe connection.
 type Carrier struct {
-	eng            *engine.Engine
-	client, server net.Conn
-	ctx            context.Context
-	cancel         context.CancelFunc
+	eng    *engine.Engine
+	client *Client
+	in     net.Conn // the server's reading end
+	out    net.Conn // the server's writing end
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	started bool
@@ -46,13 +49,30 @@ func New(eng *engine.Engine) (*Carrier, error) {
 	if eng == nil {
 		return nil, errors.New("pipecarrier: nil engine")
 	}
-	client, server := net.Pipe()
+	cw, sr := net.Pipe() // client → server
+	sw, cr := net.Pipe() // server → client
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Carrier{eng: eng, client: client, server: server, ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
+	return &Carrier{eng: eng, client: &Client{r: cr, w: cw}, in: sr, out: sw, ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
 }
 
 // Client is the client's end of the connection.
-func (c *Carrier) Client() net.Conn { return c.client }
+func (c *Carrier) Client() *Client { return c.client }
+
+// Client is the client's end: it writes the client's lines and reads the
+// server's.
+type Client struct {
+	r, w net.Conn
+}
+
+func (c *Client) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *Client) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+// CloseWrite ends the client's output: the server reads the end of input,
+// drains, and then ends the client's input.
+func (c *Client) CloseWrite() error { return c.w.Close() }
+
+// Close ends both directions.
+func (c *Client) Close() error { return errors.Join(c.w.Close(), c.r.Close()) }
 
 // Start validates the catalog and begins serving; it returns once the
 // engine serves frames, or with why it could not.
@@ -70,14 +90,15 @@ func (c *Carrier) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	ready := make(chan struct{})
 	go func() {
-		err := c.eng.ServeConn(c.ctx, c.server, c.server, engine.ConnOptions{
+		err := c.eng.ServeConn(c.ctx, c.in, c.out, engine.ConnOptions{
 			Ready: func() { close(ready) },
-			Close: c.server.Close,
+			Close: c.in.Close,
 		})
 		if errors.Is(err, engine.ErrInputClosed) {
 			err = nil
 		}
-		c.server.Close()
+		c.in.Close()
+		c.out.Close() // the client reads the end
 		c.finish(err)
 	}()
 	select {
@@ -105,7 +126,8 @@ func (c *Carrier) Stop(ctx context.Context) error {
 	c.cancel()
 	if !started {
 		c.client.Close()
-		c.server.Close()
+		c.in.Close()
+		c.out.Close()
 		c.finish(nil)
 		return nil
 	}

@@ -4,18 +4,50 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"testing"
-	"time"
 
 	"example.com/mysession"
 	"example.com/mysession/pipecarrier"
+	"github.com/agentmcp/agentmcp/carriertest"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/transcript"
 )
 
-// binding serves each transcript over a fresh pipe carrier.
+// kit builds the pipe carrier and reaches it through its one connection.
+var kit = carriertest.Kit{
+	Name: "pipe",
+	New: func(t testing.TB, eng *engine.Engine) (carriertest.Carrier, error) {
+		return pipecarrier.New(eng)
+	},
+	Dial: func(t testing.TB, c carriertest.Carrier) (transcript.Conn, error) {
+		client := c.(*pipecarrier.Carrier).Client()
+		return &transcript.StreamConn{
+			In:  closeWrite{client},
+			Out: eofReader{client},
+			// The carrier serves one connection: its end is the carrier's.
+			End:  c.Wait,
+			Stop: func() { client.Close() },
+		}, nil
+	},
+}
+
+// TestCarrierKit runs agentmcp's carrier conformance kit: the lifecycle
+// and every shared transcript meant for any carrier.
+func TestCarrierKit(t *testing.T) { carriertest.Test(t, kit) }
+
+// TestTranscripts replays the session's own transcripts over the pipe.
+func TestTranscripts(t *testing.T) {
+	b := binding{}
+	transcript.Run(t, b, "../testdata/*.txt", transcript.Options{
+		Session: func(testing.TB) ports.Session {
+			return mysession.New(map[string]string{"todo": "write the tests", "idea": "record a client"})
+		},
+	})
+}
+
+// binding serves one transcript over a fresh pipe carrier with the
+// session's server name.
 type binding struct{}
 
 func (binding) Name() string { return "pipe" }
@@ -29,55 +61,45 @@ func (binding) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (tr
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Start(context.Background()); err != nil {
+	if err := c.Start(t.Context()); err != nil {
 		return nil, err
 	}
-	conn := c.Client()
-	ended := make(chan error, 1)
-	go func() {
-		err := c.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if serr := eng.Shutdown(ctx); err == nil {
-			err = serr
-		}
-		ended <- err
-	}()
-	var waited error
-	done := make(chan struct{})
-	go func() { waited = <-ended; close(done) }()
-	return &transcript.StreamConn{
-		In:  conn,
-		Out: eofReader{conn},
-		End: func() error { <-done; return waited },
-		Stop: func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = c.Stop(ctx)
-			conn.Close()
-		},
-	}, nil
+	conn, err := kit.Dial(t, c)
+	if err != nil {
+		return nil, err
+	}
+	return &withEngine{Conn: conn, c: c, eng: eng}, nil
 }
 
-// eofReader reads the server's output. net.Pipe has no half-close: the
-// end of the client's output closes the whole pipe, and the client's own
-// reads then fail with io.ErrClosedPipe, which here is the end of the
-// server's output (a transcript waits for every answer before it ends).
-type eofReader struct{ net.Conn }
+// withEngine shuts the engine down after the carrier ends, as a
+// composition root does.
+type withEngine struct {
+	transcript.Conn
+	c   *pipecarrier.Carrier
+	eng *engine.Engine
+}
+
+func (w *withEngine) Wait() error {
+	return errors.Join(w.Conn.Wait(), w.eng.Shutdown(context.Background()))
+}
+
+func (w *withEngine) Abort() {
+	w.Conn.Abort()
+	_ = w.c.Stop(context.Background())
+}
+
+type closeWrite struct{ *pipecarrier.Client }
+
+func (c closeWrite) Close() error { return c.CloseWrite() }
+
+// eofReader reads the server's output; the pipe closed by the server is
+// its end.
+type eofReader struct{ *pipecarrier.Client }
 
 func (r eofReader) Read(p []byte) (int, error) {
-	n, err := r.Conn.Read(p)
+	n, err := r.Client.Read(p)
 	if errors.Is(err, io.ErrClosedPipe) {
 		err = io.EOF
 	}
 	return n, err
-}
-
-// TestTranscripts replays the session's transcripts over the pipe carrier.
-func TestTranscripts(t *testing.T) {
-	transcript.Run(t, binding{}, "../testdata/*.txt", transcript.Options{
-		Session: func(testing.TB) ports.Session {
-			return mysession.New(map[string]string{"todo": "write the tests", "idea": "record a client"})
-		},
-	})
 }
