@@ -102,3 +102,45 @@ func TestGoSDKRecorded(t *testing.T) {
 		}
 	})
 }
+
+// TestTypeScriptSDKRecorded records the TypeScript SDK client's stdio
+// scenario (interop.mjs: list, a read, an unknown tool, a refused
+// submission) through "agentmcp record" and replays it against the same
+// server: green.
+func TestTypeScriptSDKRecorded(t *testing.T) {
+	node := tsNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	ws := newWorkspace(t)
+	out := filepath.Join(t.TempDir(), "ts.txt")
+	cmd := exec.CommandContext(ctx, node, "interop.mjs", binPath, ws.root, ws.file)
+	cmd.Dir = "ts"
+	cmd.Env = append(os.Environ(), "AGENTMCP_RECORD_OUT="+out)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("TypeScript SDK client through agentmcp record: %v\n%s", err, output)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the recording:\n%s", data)
+		}
+	})
+	f, err := transcript.Parse(out, data)
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	if len(f.Server) < 3 {
+		t.Fatalf("the recording holds %d server messages, want the whole scenario", len(f.Server))
+	}
+	fresh := newWorkspace(t)
+	res, err := transcript.Play(t, transcript.Command{Path: binPath, Args: []string{"serve", "stdio", "--root", fresh.root}}, f, transcript.Options{Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := transcript.Compare(f, res); len(p) != 0 {
+		t.Errorf("replayed against the server it was recorded from:\n%s", strings.Join(p, "\n"))
+	}
+}
