@@ -205,6 +205,27 @@ func newCarrier(t *testing.T, k Kit, s ports.Session) (Carrier, *engine.Engine) 
 	return c, eng
 }
 
+// started is a started carrier over s (see newCarrier).
+func started(t *testing.T, k Kit, s ports.Session) Carrier {
+	t.Helper()
+	c, _ := newCarrier(t, k, s)
+	if err := c.Start(ctxFor(t, k)); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return c
+}
+
+// stopWaits stops c and checks Stop and then Wait (waited) return nil.
+func stopWaits(t *testing.T, k Kit, c Carrier, waited <-chan error) {
+	t.Helper()
+	if err := c.Stop(ctxFor(t, k)); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if err := waitFor(t, k, waited, "Wait after Stop"); err != nil {
+		t.Errorf("Wait after Stop: %v, want nil", err)
+	}
+}
+
 func ctxFor(t *testing.T, k Kit) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), k.Patience)
 	t.Cleanup(cancel)
@@ -236,20 +257,12 @@ var checks = []struct {
 	run  func(*testing.T, Kit)
 }{
 	{"StartOnce", func(t *testing.T, k Kit) {
-		c, _ := newCarrier(t, k, fake.New())
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		c := started(t, k, fake.New())
 		if err := c.Start(ctxFor(t, k)); err == nil {
 			t.Error("a second Start returned nil: a carrier serves once")
 		}
 		pingAnswered(t, k, c)
-		if err := c.Stop(ctxFor(t, k)); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		if err := waitFor(t, k, waitCh(c), "Wait after Stop"); err != nil {
-			t.Errorf("Wait after Stop: %v, want nil", err)
-		}
+		stopWaits(t, k, c, waitCh(c))
 	}},
 	{"StopBeforeStart", func(t *testing.T, k Kit) {
 		c, _ := newCarrier(t, k, fake.New())
@@ -264,10 +277,7 @@ var checks = []struct {
 		waitFor(t, k, waitCh(c), "Wait after a Stop before Start")
 	}},
 	{"StopRepeated", func(t *testing.T, k Kit) {
-		c, _ := newCarrier(t, k, fake.New())
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		c := started(t, k, fake.New())
 		errs := make(chan error, 3)
 		for range 3 {
 			go func() { errs <- c.Stop(ctxFor(t, k)) }()
@@ -285,10 +295,7 @@ var checks = []struct {
 		}
 	}},
 	{"WaitUntilStop", func(t *testing.T, k Kit) {
-		c, _ := newCarrier(t, k, fake.New())
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		c := started(t, k, fake.New())
 		waited := waitCh(c)
 		pingAnswered(t, k, c) // serving, so Wait must not have returned
 		select {
@@ -296,18 +303,10 @@ var checks = []struct {
 			t.Fatalf("Wait returned %v while the carrier was serving", err)
 		default:
 		}
-		if err := c.Stop(ctxFor(t, k)); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		if err := waitFor(t, k, waited, "Wait after Stop"); err != nil {
-			t.Errorf("Wait after Stop: %v, want nil", err)
-		}
+		stopWaits(t, k, c, waited)
 	}},
 	{"BadBytes", func(t *testing.T, k Kit) {
-		c, _ := newCarrier(t, k, fake.New())
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		c := started(t, k, fake.New())
 		conn := dial(t, k, c)
 		t.Cleanup(conn.Abort)
 		for _, bad := range []string{"\x00\xff\xfe binary\n", "{\"jsonrpc\":\"2.0\",\"id\":\n", "[]\n", "null\n"} {
@@ -319,15 +318,12 @@ var checks = []struct {
 	}},
 	{"CancelCall", func(t *testing.T, k Kit) {
 		s := fake.New()
-		started := s.Started()
-		c, _ := newCarrier(t, k, s)
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		calls := s.Started()
+		c := started(t, k, s)
 		conn := dial(t, k, c)
 		t.Cleanup(conn.Abort)
 		send(t, conn, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-		if name := waitFor(t, k, started, "the slow call starting"); name != "slow" {
+		if name := waitFor(t, k, calls, "the slow call starting"); name != "slow" {
 			t.Fatalf("started %q, want slow", name)
 		}
 		send(t, conn, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
@@ -341,15 +337,12 @@ var checks = []struct {
 	{"StopInFlight", func(t *testing.T, k Kit) {
 		leakcheck.Check(t) // first: its cleanup runs after every other
 		s := fake.New()
-		started := s.Started()
-		c, _ := newCarrier(t, k, s)
-		if err := c.Start(ctxFor(t, k)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+		calls := s.Started()
+		c := started(t, k, s)
 		conn := dial(t, k, c)
 		t.Cleanup(conn.Abort)
 		send(t, conn, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-		waitFor(t, k, started, "the slow call starting")
+		waitFor(t, k, calls, "the slow call starting")
 		if err := c.Stop(ctxFor(t, k)); err != nil {
 			t.Errorf("Stop with a call in flight: %v", err)
 		}
