@@ -15,17 +15,9 @@ import (
 	"github.com/agentmcp/agentmcp/transcript"
 )
 
-// serveEnv makes this test binary run app.Main with its arguments instead
-// of the tests: the stdio server agentmcp record starts and the replay
-// runs, without building the command.
+// serveEnv is the variable under which TestMain (main_test.go) runs
+// app.Main instead of the tests.
 const serveEnv = "AGENTMCP_APP_TEST_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(serveEnv) == "1" {
-		os.Exit(app.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
 
 // testClient is a client's side of the pass-through: it writes lines and
 // reads the server's messages, one per line.

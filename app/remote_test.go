@@ -195,8 +195,7 @@ func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := host.Start(t.Context())
-	if err != nil {
+	if err := host.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -204,7 +203,7 @@ func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access
 		defer cancel()
 		_ = host.Stop(ctx)
 	})
-	return addr.String()
+	return host.Addr().String()
 }
 
 // postMCP posts body to the remote host at addr as its public host would

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -55,29 +54,16 @@ func (c remoteCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Con
 	if err != nil {
 		return nil, err
 	}
-	addr, err := host.Start(context.Background())
+	err = host.Start(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	addr := host.Addr()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: "http://" + addr.String() + "/team/agent/mcp", Host: "mcp.example.test", Token: c.token,
 		Stop: func(ctx context.Context) error { return errors.Join(host.Stop(ctx), eng.Shutdown(ctx)) },
 		Wait: host.Wait,
 	}), nil
-}
-
-// kitRemote is a remote host with the address its Start reported.
-type kitRemote struct {
-	*httpremote.Host
-	addr netip.AddrPort
-}
-
-func (h *kitRemote) Start(ctx context.Context) error {
-	addr, err := h.Host.Start(ctx)
-	if err == nil {
-		h.addr = addr
-	}
-	return err
 }
 
 // TestCarrierKitRemote runs the carrier conformance kit over the remote
@@ -103,12 +89,12 @@ func TestCarrierKitRemote(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return &kitRemote{Host: host}, nil
+			return host, nil
 		},
 		Dial: func(t testing.TB, c carriertest.Carrier) (transcript.Conn, error) {
-			h := c.(*kitRemote)
+			addr := c.(*httpremote.Host).Addr()
 			return transcript.NewHTTPConn(transcript.HTTPTarget{
-				URL: "http://" + h.addr.String() + "/team/agent/mcp", Host: "mcp.example.test",
+				URL: "http://" + addr.String() + "/team/agent/mcp", Host: "mcp.example.test",
 				Credential: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) },
 				Stop:       func(context.Context) error { return nil },
 				Wait:       func() error { return nil },

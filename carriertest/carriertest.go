@@ -15,9 +15,10 @@
 // The lifecycle checks, each on a fresh engine over the built-in test
 // session (package transcript) and a fresh carrier:
 //
-//   - StartOnce: a second Start fails; the carrier still serves and stops.
+//   - StartOnce: a second Start fails with [engine.ErrAlreadyStarted]; the
+//     carrier still serves and stops.
 //   - StopBeforeStart: Stop before Start returns nil, again too; a later
-//     Start fails and Wait returns.
+//     Start fails with [engine.ErrStopped] and Wait returns nil.
 //   - StopRepeated: three concurrent Stops of a started carrier return nil,
 //     and Wait returns nil.
 //   - WaitUntilStop: Wait does not return while the carrier serves; it
@@ -56,11 +57,7 @@ import (
 
 // Carrier is the lifecycle every carrier keeps (docs/SPEC.md §5): Start
 // once, Stop safe to repeat and before Start, Wait until the end.
-type Carrier interface {
-	Start(ctx context.Context) error
-	Stop(ctx context.Context) error
-	Wait() error
-}
+type Carrier = engine.Carrier
 
 // Kit says how to build a carrier and reach it.
 type Kit struct {
@@ -258,8 +255,8 @@ var checks = []struct {
 }{
 	{"StartOnce", func(t *testing.T, k Kit) {
 		c := started(t, k, fake.New())
-		if err := c.Start(ctxFor(t, k)); err == nil {
-			t.Error("a second Start returned nil: a carrier serves once")
+		if err := c.Start(ctxFor(t, k)); !errors.Is(err, engine.ErrAlreadyStarted) {
+			t.Errorf("a second Start: %v, want an error wrapping engine.ErrAlreadyStarted (a carrier serves once)", err)
 		}
 		pingAnswered(t, k, c)
 		stopWaits(t, k, c, waitCh(c))
@@ -271,10 +268,12 @@ var checks = []struct {
 				t.Errorf("Stop #%d before Start: %v, want nil", i+1, err)
 			}
 		}
-		if err := c.Start(ctxFor(t, k)); err == nil {
-			t.Error("Start after Stop returned nil: a stopped carrier must not serve")
+		if err := c.Start(ctxFor(t, k)); !errors.Is(err, engine.ErrStopped) {
+			t.Errorf("Start after Stop: %v, want an error wrapping engine.ErrStopped (a stopped carrier must not serve)", err)
 		}
-		waitFor(t, k, waitCh(c), "Wait after a Stop before Start")
+		if err := waitFor(t, k, waitCh(c), "Wait after a Stop before Start"); err != nil {
+			t.Errorf("Wait after a Stop before Start: %v, want nil", err)
+		}
 	}},
 	{"StopRepeated", func(t *testing.T, k Kit) {
 		c := started(t, k, fake.New())

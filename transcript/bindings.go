@@ -96,10 +96,10 @@ func (b Loopback) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	ep, err := h.Start(context.Background())
-	if err != nil {
+	if err := h.Start(context.Background()); err != nil {
 		return nil, errors.Join(err, eng.Shutdown(context.Background()))
 	}
+	ep := h.Endpoint()
 	return NewHTTPConn(HTTPTarget{
 		URL: ep.URL, Token: ep.Token,
 		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },

@@ -125,6 +125,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Defaults of [Options].
@@ -247,9 +249,7 @@ func (o Options) withDefaults() Options {
 		o.Heartbeat = DefaultHeartbeat
 	}
 	o.Heartbeat = min(o.Heartbeat, MaxHeartbeat)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = logs.OrDiscard(o.Logger)
 	return o
 }
 

@@ -10,20 +10,6 @@ import (
 	"github.com/agentmcp/agentmcp/transcript"
 )
 
-// kitHost is a loopback host with the endpoint its Start reported.
-type kitHost struct {
-	*httploopback.Host
-	ep httploopback.Endpoint
-}
-
-func (h *kitHost) Start(ctx context.Context) error {
-	ep, err := h.Host.Start(ctx)
-	if err == nil {
-		h.ep = ep
-	}
-	return err
-}
-
 // TestCarrierKit runs the carrier conformance kit over the loopback host:
 // each Dial is a client posting with the host's token.
 func TestCarrierKit(t *testing.T) {
@@ -31,16 +17,12 @@ func TestCarrierKit(t *testing.T) {
 		Name:        "http",
 		Transcripts: transcriptDir + "/*.txt",
 		New: func(t testing.TB, eng *engine.Engine) (carriertest.Carrier, error) {
-			h, err := httploopback.New(eng, httploopback.Options{})
-			if err != nil {
-				return nil, err
-			}
-			return &kitHost{Host: h}, nil
+			return httploopback.New(eng, httploopback.Options{})
 		},
 		Dial: func(t testing.TB, c carriertest.Carrier) (transcript.Conn, error) {
-			h := c.(*kitHost)
+			ep := c.(*httploopback.Host).Endpoint()
 			return transcript.NewHTTPConn(transcript.HTTPTarget{
-				URL: h.ep.URL, Token: h.ep.Token,
+				URL: ep.URL, Token: ep.Token,
 				// The connection ends with its requests; the kit stops the host.
 				Stop: func(context.Context) error { return nil },
 				Wait: func() error { return nil },

@@ -61,7 +61,7 @@ ask-client: on
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{},"requestState":"{{state 1}}","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}},` + meta + `}}
 #wait 2
 -- server --
-{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}}}},"requestState":"{{requestState}}",` + si + `}}
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Decision","oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}}}},"requestState":"{{requestState}}",` + si + `}}
 {"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"write\"}"}],"isError":false,` + si + `}}
 #calls write
 `

@@ -9,17 +9,21 @@ package pipecarrier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/engine"
 )
 
-// Errors of the lifecycle.
+// Errors of the lifecycle: engine's shared ones, with this carrier's name
+// (errors.Is matches engine.ErrAlreadyStarted and engine.ErrStopped).
 var (
-	ErrAlreadyStarted = errors.New("pipecarrier: already started")
-	ErrStopped        = errors.New("pipecarrier: stopped")
+	ErrAlreadyStarted = fmt.Errorf("pipecarrier: %w", engine.ErrAlreadyStarted)
+	ErrStopped        = fmt.Errorf("pipecarrier: %w", engine.ErrStopped)
 )
+
+var _ engine.Carrier = (*Carrier)(nil)
 
 // Carrier serves one net.Pipe connection.
 type Carrier struct {
