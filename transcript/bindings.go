@@ -29,9 +29,7 @@ func (Stdio) Name() string { return "stdio" }
 
 // Connect implements [Carrier].
 func (b Stdio) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) {
-	opts := b.Engine
-	opts.AskClient = cfg.AskClient
-	eng, err := engine.New(s, opts)
+	eng, err := newEngine(s, b.Engine, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +70,13 @@ func (b Stdio) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) 
 	}, nil
 }
 
+// newEngine builds the engine for one transcript: opts, with AskClient as
+// the transcript's ask-client: header says.
+func newEngine(s ports.Session, opts engine.Options, cfg Config) (*engine.Engine, error) {
+	opts.AskClient = cfg.AskClient
+	return engine.New(s, opts)
+}
+
 // Loopback binds this repository's loopback Streamable HTTP host
 // (docs/SPEC.md §5.2) on 127.0.0.1: each transcript gets an engine built
 // from Engine (AskClient from the ask-client: header) and a started host;
@@ -86,9 +91,7 @@ func (Loopback) Name() string { return "http" }
 
 // Connect implements [Carrier].
 func (b Loopback) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) {
-	opts := b.Engine
-	opts.AskClient = cfg.AskClient
-	eng, err := engine.New(s, opts)
+	eng, err := newEngine(s, b.Engine, cfg)
 	if err != nil {
 		return nil, err
 	}
