@@ -82,13 +82,16 @@ type Kit struct {
 	Patience time.Duration
 }
 
+// defaultPatience is Kit.Patience when zero.
+const defaultPatience = 30 * time.Second
+
 // engineOptions are those the shared transcripts expect.
 var engineOptions = engine.Options{Name: "agentmcp-test", Version: "1.2.3"}
 
 // Test runs the lifecycle checks, then the shared transcripts.
 func Test(t *testing.T, k Kit) {
 	if k.Patience <= 0 {
-		k.Patience = 30 * time.Second
+		k.Patience = defaultPatience
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) { c.run(t, k) })
@@ -181,7 +184,7 @@ func (s *served) Abort() {
 
 // newCarrier builds an engine over a fresh built-in test session and a
 // carrier over it, stopped and shut down when the test ends.
-func newCarrier(t *testing.T, k Kit, s ports.Session) (Carrier, *engine.Engine) {
+func newCarrier(t testing.TB, k Kit, s ports.Session) (Carrier, *engine.Engine) {
 	t.Helper()
 	eng, err := engine.New(s, engineOptions)
 	if err != nil {
@@ -203,7 +206,7 @@ func newCarrier(t *testing.T, k Kit, s ports.Session) (Carrier, *engine.Engine) 
 }
 
 // started is a started carrier over s (see newCarrier).
-func started(t *testing.T, k Kit, s ports.Session) Carrier {
+func started(t testing.TB, k Kit, s ports.Session) Carrier {
 	t.Helper()
 	c, _ := newCarrier(t, k, s)
 	if err := c.Start(ctxFor(t, k)); err != nil {
@@ -213,7 +216,7 @@ func started(t *testing.T, k Kit, s ports.Session) Carrier {
 }
 
 // stopWaits stops c and checks Stop and then Wait (waited) return nil.
-func stopWaits(t *testing.T, k Kit, c Carrier, waited <-chan error) {
+func stopWaits(t testing.TB, k Kit, c Carrier, waited <-chan error) {
 	t.Helper()
 	if err := c.Stop(ctxFor(t, k)); err != nil {
 		t.Errorf("Stop: %v", err)
@@ -223,14 +226,14 @@ func stopWaits(t *testing.T, k Kit, c Carrier, waited <-chan error) {
 	}
 }
 
-func ctxFor(t *testing.T, k Kit) context.Context {
+func ctxFor(t testing.TB, k Kit) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), k.Patience)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // waitFor fails t unless ch delivers within patience.
-func waitFor[T any](t *testing.T, k Kit, ch <-chan T, what string) T {
+func waitFor[T any](t testing.TB, k Kit, ch <-chan T, what string) T {
 	t.Helper()
 	timer := time.NewTimer(k.Patience)
 	defer timer.Stop()
@@ -251,9 +254,9 @@ func waitCh(c Carrier) <-chan error {
 
 var checks = []struct {
 	name string
-	run  func(*testing.T, Kit)
+	run  func(testing.TB, Kit)
 }{
-	{"StartOnce", func(t *testing.T, k Kit) {
+	{"StartOnce", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		if err := c.Start(ctxFor(t, k)); !errors.Is(err, engine.ErrAlreadyStarted) {
 			t.Errorf("a second Start: %v, want an error wrapping engine.ErrAlreadyStarted (a carrier serves once)", err)
@@ -261,7 +264,7 @@ var checks = []struct {
 		pingAnswered(t, k, c)
 		stopWaits(t, k, c, waitCh(c))
 	}},
-	{"StopBeforeStart", func(t *testing.T, k Kit) {
+	{"StopBeforeStart", func(t testing.TB, k Kit) {
 		c, _ := newCarrier(t, k, fake.New())
 		for i := range 2 {
 			if err := c.Stop(ctxFor(t, k)); err != nil {
@@ -275,7 +278,7 @@ var checks = []struct {
 			t.Errorf("Wait after a Stop before Start: %v, want nil", err)
 		}
 	}},
-	{"StopRepeated", func(t *testing.T, k Kit) {
+	{"StopRepeated", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		errs := make(chan error, 3)
 		for range 3 {
@@ -293,7 +296,7 @@ var checks = []struct {
 			t.Errorf("Wait after Stop: %v, want nil", err)
 		}
 	}},
-	{"WaitUntilStop", func(t *testing.T, k Kit) {
+	{"WaitUntilStop", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		waited := waitCh(c)
 		pingAnswered(t, k, c) // serving, so Wait must not have returned
@@ -304,7 +307,7 @@ var checks = []struct {
 		}
 		stopWaits(t, k, c, waited)
 	}},
-	{"BadBytes", func(t *testing.T, k Kit) {
+	{"BadBytes", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		conn := dial(t, k, c)
 		t.Cleanup(conn.Abort)
@@ -315,7 +318,7 @@ var checks = []struct {
 		}
 		ping(t, k, conn, "9")
 	}},
-	{"CancelCall", func(t *testing.T, k Kit) {
+	{"CancelCall", func(t testing.TB, k Kit) {
 		s := fake.New()
 		calls := s.Started()
 		c := started(t, k, s)
@@ -333,7 +336,7 @@ var checks = []struct {
 			}
 		}
 	}},
-	{"StopInFlight", func(t *testing.T, k Kit) {
+	{"StopInFlight", func(t testing.TB, k Kit) {
 		leakcheck.Check(t) // first: its cleanup runs after every other
 		s := fake.New()
 		calls := s.Started()
@@ -363,7 +366,7 @@ type recv struct {
 	err error
 }
 
-func dial(t *testing.T, k Kit, c Carrier) *client {
+func dial(t testing.TB, k Kit, c Carrier) *client {
 	t.Helper()
 	conn, err := k.Dial(t, c)
 	if err != nil {
@@ -382,7 +385,7 @@ func dial(t *testing.T, k Kit, c Carrier) *client {
 	return cl
 }
 
-func send(t *testing.T, conn *client, line string) {
+func send(t testing.TB, conn *client, line string) {
 	t.Helper()
 	if err := conn.Send([]byte(line + "\n")); err != nil {
 		t.Fatalf("sending %s: %v", line, err)
@@ -391,7 +394,7 @@ func send(t *testing.T, conn *client, line string) {
 
 // pingAnswered dials c and checks a ping is answered; the connection is
 // aborted when the test ends (ending it earlier would end a stdio carrier).
-func pingAnswered(t *testing.T, k Kit, c Carrier) {
+func pingAnswered(t testing.TB, k Kit, c Carrier) {
 	t.Helper()
 	conn := dial(t, k, c)
 	t.Cleanup(conn.Abort)
@@ -400,7 +403,7 @@ func pingAnswered(t *testing.T, k Kit, c Carrier) {
 
 // ping sends a ping with id and reads messages until its answer, which
 // must be a result; it returns every message read.
-func ping(t *testing.T, k Kit, conn *client, id string) [][]byte {
+func ping(t testing.TB, k Kit, conn *client, id string) [][]byte {
 	t.Helper()
 	send(t, conn, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 	var msgs [][]byte
