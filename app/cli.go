@@ -49,6 +49,7 @@ directory). Where the kernel has no Landlock it refuses to start unless
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
 		},
+		recordCommand,
 		versionCommand,
 		helpCommand,
 	},
