@@ -54,6 +54,7 @@ of its own (off by default). The HTTP carriers answer GET /healthz and
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
 		},
+		recordCommand,
 		versionCommand,
 		helpCommand,
 	},
@@ -122,7 +123,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // MainOptions extends [MainWith]'s command line.
 type MainOptions struct {
 	// Observer, when set, watches every serve command's engine and agent
-	// (docs/SPEC.md §11) beside its metrics: the otel module's command
+	// (docs/SPEC.md §13) beside its metrics: the otel module's command
 	// passes its tracer here, so the default binary carries no
 	// OpenTelemetry.
 	Observer ports.Observer

@@ -43,7 +43,7 @@ func TestHelp(t *testing.T) {
 			"Usage:\n  agentmcp serve <carrier> [flags]\n",
 			"Carriers:\n  stdio    Serve",
 			"\nFlags every carrier takes:\n  --allow-commands ",
-			"\n  --root DIR                  serve the files under DIR (default \".\")\n",
+			"\n  --root DIR                    serve the files under DIR (default \".\")\n",
 			"\n  agentmcp serve http --root ~/project",
 			"Run 'agentmcp help serve <carrier>' or 'agentmcp serve <carrier> --help' for a carrier's flags.\n",
 		}},
@@ -58,7 +58,7 @@ func TestHelp(t *testing.T) {
 		}},
 		{"serve http", [][]string{{"serve", "http", "--help"}, {"help", "serve", "http"}}, []string{
 			"Usage:\n  agentmcp serve http [flags]\n",
-			"\n  --port N                    TCP port N on 127.0.0.1; 0 picks a free one\n",
+			"\n  --port N                      TCP port N on 127.0.0.1; 0 picks a free one\n",
 			"\n  --token-file PATH ",
 			"\n  --root DIR ",
 			"\nExample:\n  agentmcp serve http --root ~/project --port 8931 --token-file ~/.agentmcp-token\n",

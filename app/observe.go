@@ -17,7 +17,7 @@ import (
 )
 
 // opsFlags are the operations flags every serve command takes
-// (docs/SPEC.md §11): logging and the metrics listener.
+// (docs/SPEC.md §13): logging and the metrics listener.
 type opsFlags struct {
 	logLevel      slog.Level
 	logFormat     logFormat
@@ -66,6 +66,12 @@ func (f *logFormat) Set(v string) error {
 	}
 	*f = logFormat(v)
 	return nil
+}
+
+// newLogger is the logger of a command without the serve flags (record):
+// text records on stderr at info.
+func newLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
 // newLogger logs to stderr (stdout is the carrier's on stdio, or carries

@@ -15,7 +15,7 @@ import (
 )
 
 // TestLogFlags: --log-format json writes one JSON object a line,
-// --log-level warn leaves the info records out (docs/SPEC.md §11), and the
+// --log-level warn leaves the info records out (docs/SPEC.md §13), and the
 // token is in neither.
 func TestLogFlags(t *testing.T) {
 	tokenPath := filepath.Join(t.TempDir(), "token")

@@ -31,6 +31,7 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	maxTurns                          *int
+	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
 
 	carrier string // the serve command's name ("stdio", "http", ...), set by check
@@ -38,7 +39,7 @@ type serveFlags struct {
 	// run_command (docs/SPEC.md §9 "Commands").
 	allowCommands, noSandbox *bool
 
-	*opsFlags // logging and metrics (docs/SPEC.md §11)
+	*opsFlags // logging and metrics (docs/SPEC.md §13)
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -58,6 +59,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
+		approvalTimeout: fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a turn's permission prompt or question waits for "+
+			"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
@@ -222,12 +225,17 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns) {
-		logger.Error("--model-url, --system-prompt-file and --max-turns configure the agent, which --model turns on: add --model NAME")
+	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns ||
+		*f.approvalTimeout != agent.DefaultApprovalTimeout) {
+		logger.Error("--model-url, --system-prompt-file, --max-turns and --approval-timeout configure the agent, which --model turns on: add --model NAME")
 		return nil, false
 	}
 	if *f.maxTurns < 1 {
 		logger.Error("--max-turns must be at least 1")
+		return nil, false
+	}
+	if *f.approvalTimeout <= 0 || *f.approvalTimeout > agent.DefaultTurnTimeout {
+		logger.Error("--approval-timeout must be more than 0 and at most " + agent.DefaultTurnTimeout.String())
 		return nil, false
 	}
 	var systemPrompt string
@@ -268,7 +276,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 		workspaceName = filepath.Base(abs)
 	}
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
-		Logger: logger, Observer: observer})
+		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer})
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot start the agent", "err", err)

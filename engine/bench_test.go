@@ -75,3 +75,22 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLegacyToolsCallExchange measures one 2025-era tools/call through
+// Exchange: the modern path's work plus its entry in the registry that a
+// later notifications/cancelled reaches (flights.go).
+func BenchmarkLegacyToolsCallExchange(b *testing.B) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello world"}}}`)
+	h := engine.Headers{ProtocolVersion: "2025-11-25", HasProtocolVersion: true}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); r.Kind != engine.Answered {
+			b.Fatalf("kind %d: %s", r.Kind, r.Body)
+		}
+	}
+}

@@ -532,11 +532,7 @@ func (c *conn) route(m jsonrpc.Message) {
 		c.response(&m)
 		return
 	}
-	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
-		return
-	}
-	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
-	i, ok := jsonrpc.ParseID(raw)
+	i, ok := cancelledID(&m)
 	if !ok {
 		return
 	}

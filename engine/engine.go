@@ -73,7 +73,7 @@ type Options struct {
 	// elicitation's wait; zero means 30 min, the most allowed.
 	RoundLifetime time.Duration
 	// Observer, when set, is told when each request that reaches the
-	// session starts and ends (docs/SPEC.md §11), for metrics and traces;
+	// session starts and ends (docs/SPEC.md §13), for metrics and traces;
 	// the context it returns is the one the request runs in.
 	Observer ports.Observer
 	// Logger receives operational logs (never tokens, arguments or
@@ -114,6 +114,10 @@ type Engine struct {
 	// rounds holds parked input-required rounds; nil while AskClient is off.
 	rounds        *roundStore
 	roundLifetime time.Duration
+
+	// flights are the legacy tools/calls exchanges serve, for a later
+	// exchange's notifications/cancelled (flights.go).
+	flights httpFlights
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on

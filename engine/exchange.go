@@ -69,7 +69,8 @@ func (e *Engine) BaseContext(parent context.Context) context.Context {
 // exchange is the carrier of one stateless exchange (a Streamable HTTP
 // POST): its peer and the inbound of its single message, allocated
 // together, and what the request's headers said. It keeps nothing between
-// requests: no negotiation, no in-flight ids, no responses to route. It is
+// requests: no negotiation, no responses to route; its legacy tools/call
+// is in the engine's registry while it runs (flights.go). It is
 // one allocation per request; at 752 bytes it stays in the 768-byte size
 // class with the runtime's 8-byte header (BenchmarkToolsCallExchange's
 // B/op shows a field more).
@@ -88,7 +89,6 @@ type exchange struct {
 }
 
 func (x *exchange) headers() *Headers                { return &x.hdr }
-func (x *exchange) route(jsonrpc.Message)            {} // over HTTP a disconnect is the cancellation
 func (x *exchange) inFlight(jsonrpc.ID) bool         { return false }
 func (x *exchange) atBound() bool                    { return false }
 func (x *exchange) negotiated() bool                 { return false }
@@ -129,11 +129,21 @@ func (x *exchange) run(p *peer, in *inbound, inBatch bool, to sink) {
 			p.batchSlots <- struct{}{}
 			defer func() { <-p.batchSlots }()
 		}
-		to.deliver(x.e.serve(x.ctx, p, in, nil))
+		to.deliver(x.e.serveExchange(x.ctx, p, in))
 	}) {
 		return
 	}
-	to.deliver(x.e.serve(x.ctx, p, in, nil))
+	to.deliver(x.e.serveExchange(x.ctx, p, in))
+}
+
+// route takes a message that is not a request: a notifications/cancelled
+// reaches the sender's own legacy tools/call with that id (see
+// httpFlights); anything else is dropped (a response has no request of
+// ours to answer over a stateless exchange).
+func (x *exchange) route(m jsonrpc.Message) {
+	if m.HasMethod {
+		x.e.cancelExchange(x.peer.principal, &m)
+	}
 }
 
 // deliver takes the single message's answer: handle gives it on Exchange's
@@ -152,7 +162,9 @@ func (c replies) deliver(r reply) { c <- r }
 // answered without keeping state.
 //
 // ctx is the request's: when it ends (the client went away) the call is
-// cancelled and the kind is Cancelled; when the carrier cancels it with
+// cancelled and the kind is Cancelled, as it is when a later body of the
+// same principal's, notifications/cancelled naming a legacy tools/call's
+// id, cancels it (docs/SPEC.md §3 "Cancellation"); when the carrier cancels it with
 // cause [ErrShuttingDown], or the engine shuts down, a tools/call answers
 // "server is shutting down". Kinds map to Streamable HTTP statuses as
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,

@@ -42,7 +42,7 @@ type reply struct {
 	body []byte
 	// code is the JSON-RPC error code when body is an error response; 0
 	// otherwise. toolError marks a CallToolResult with isError true. Both
-	// are for the Observer (error.type, docs/SPEC.md §11). The fields are
+	// are for the Observer (error.type, docs/SPEC.md §13). The fields are
 	// ordered so that a reply stays 32 bytes, as without them: an exchange
 	// holds one and must keep its allocation's size class.
 	code      int32
@@ -78,8 +78,9 @@ type peer struct {
 // only MCP). A connection (*conn, ServeConn) negotiates once, has an
 // in-flight id space, serves every request on its own goroutine and takes
 // responses and notifications; an exchange (*exchange, Exchange) keeps
-// nothing, serves a single message on the caller's goroutine and drops
-// what is not a request (over HTTP a disconnect is the cancellation).
+// nothing of its own, serves a single message on the caller's goroutine and
+// drops what is not a request, except notifications/cancelled, which
+// reaches the engine's registry of legacy calls in flight (flights.go).
 type carrier interface {
 	// legacyVersion is the revision in force for a legacy request.
 	legacyVersion() string

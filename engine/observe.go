@@ -17,7 +17,7 @@ const (
 
 // serve runs a request that needs the session (serveRequest), telling the
 // engine's Observer, when there is one, that it starts and how it ends: the
-// one place requests are observed (docs/SPEC.md §11).
+// one place requests are observed (docs/SPEC.md §13).
 func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	if e.observe == nil {
 		return e.serveRequest(ctx, p, in, elicit)

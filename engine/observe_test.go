@@ -49,7 +49,7 @@ func (c *ctxSession) InvokeTool(ctx context.Context, name string, args json.RawM
 
 // TestObserverSeesRequests: the engine tells its Observer each request that
 // reaches the session, with the method, tool, version, id and _meta trace
-// context, and how it ended (docs/SPEC.md §11); the context the Observer
+// context, and how it ended (docs/SPEC.md §13); the context the Observer
 // returns is the one the call runs in; arguments never reach it.
 func TestObserverSeesRequests(t *testing.T) {
 	rec := &recorder{}
@@ -94,7 +94,7 @@ func TestObserverSeesRequests(t *testing.T) {
 // TestObserverContextReachesParkedCalls: under input-required rounds a
 // call outlives its request (docs/SPEC.md §6); it still runs with the
 // context values the Observer gave the request that started it, so a
-// tracer's spans nest (docs/SPEC.md §11), and Shutdown still ends it.
+// tracer's spans nest (docs/SPEC.md §13), and Shutdown still ends it.
 func TestObserverContextReachesParkedCalls(t *testing.T) {
 	rec := &recorder{}
 	s := &ctxSession{Session: fake.New()}

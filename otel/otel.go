@@ -1,4 +1,4 @@
-// Package otel traces agentmcp with OpenTelemetry (docs/SPEC.md §11): a
+// Package otel traces agentmcp with OpenTelemetry (docs/SPEC.md §13): a
 // [ports.Observer] that turns what the engine and the agent report into
 // spans in the OpenTelemetry semantic conventions for MCP and GenAI.
 //

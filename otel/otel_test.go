@@ -38,7 +38,7 @@ const (
 // endpoint asks for one write_file call, the client approves it through a
 // legacy elicitation, the model answers. The SDK's in-memory exporter
 // holds one trace whose parent is the request's params._meta.traceparent,
-// with the span tree and names of docs/SPEC.md §11, and no prompt,
+// with the span tree and names of docs/SPEC.md §13, and no prompt,
 // argument, content or answer text anywhere.
 func TestAgentSubmitTrace(t *testing.T) {
 	root := t.TempDir()

@@ -3,7 +3,7 @@ package ports
 import "context"
 
 // Observer is told about the work the server does, for metrics and traces
-// (docs/SPEC.md §11): the engine reports requests, the agent its turns,
+// (docs/SPEC.md §13): the engine reports requests, the agent its turns,
 // model steps and tool calls. Each Start method runs before the work and
 // returns the context the work runs in (a tracer puts its span there, so
 // the agent's spans nest under the request's) and a function called exactly
@@ -34,7 +34,7 @@ type Observer interface {
 }
 
 // ObservedRequest describes one MCP request, in the OpenTelemetry MCP
-// semantic conventions' terms (docs/SPEC.md §11).
+// semantic conventions' terms (docs/SPEC.md §13).
 type ObservedRequest struct {
 	// Method is mcp.method.name: "tools/call", "tools/list",
 	// "server/discover".

@@ -79,7 +79,7 @@ type KeyRefreshReporter interface {
 // fetches its issuer's keys: KeysReady reports whether it holds usable keys,
 // fetching them first when it holds none and no fetch ran lately (waiting
 // at most until ctx ends). A host's readiness probe asks it (docs/SPEC.md
-// §11).
+// §13).
 type KeyReadiness interface {
 	KeysReady(ctx context.Context) bool
 }

@@ -11,14 +11,16 @@
 #      Go and TypeScript MCP SDK clients);
 #   4. go vet and go test -race ./... in otel/, the nested OpenTelemetry
 #      module (the tracer, checked with the SDK's in-memory exporter);
-#   5. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
+#   5. go vet and go test -race ./... in examples/mysession, a host's own
+#      module over the exported packages only;
+#   6. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
 #      module: its smoke mode, no timing (every server the benchmarks
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
-#   6. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
-#   7. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
@@ -31,7 +33,7 @@
 # adds one line per leg: passed, baselined, unexpected); every step's full
 # output goes to a log file named on the first line (AGENTMCP_TEST_LOG
 # chooses it). Stops at the first failure, printing the last 80 lines of
-# that step's output (STEP_TAIL_LINES). Extra arguments go to the four go
+# that step's output (STEP_TAIL_LINES). Extra arguments go to the five go
 # test runs, e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
@@ -87,6 +89,10 @@ run_step "go test -race -count=1 ./... (interop module)" bash -c 'cd "$1/interop
 # The OpenTelemetry instrumentation is a module of its own, so the main
 # module depends on no OpenTelemetry; the root module's ./... does not enter it.
 run_step "go vet, go test -race ./... (otel module)" bash -c 'cd "$1/otel" && shift && go vet ./... && go test -race "$@" ./...' _ "$repo" "$@"
+# examples/mysession: a host's own module importing only exported packages
+# (its go.mod replaces the root module with this checkout): its session
+# passes ports/porttest, its own carrier the carrier kit, its transcript replays.
+run_step "go vet, go test -race ./... (examples/mysession module)" bash -c 'cd "$1/examples/mysession" && shift && go vet ./... && go test -race "$@" ./...' _ "$repo" "$@"
 run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
 run_step "official MCP conformance suite, both legs" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"

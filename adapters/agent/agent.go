@@ -34,7 +34,9 @@
 // ended before its turn started is refused. A turn of the same conversation
 // that was cancelled (or ran out of time) but is still ending is waited
 // for, up to [WindDown], rather than refused, so a client that cancels a
-// turn and submits again at once is served.
+// turn and submits again at once is served; so is one whose cancellation
+// arrives up to [CancelGrace] after its submission (two HTTP requests sent
+// at once), which is what a busy refusal waits before it is given.
 //
 // A prompt a turn's tool raises (a permission, a question) waits at most
 // [Options.ApprovalTimeout] (default 5 minutes), not the turn's 30 minutes
@@ -150,6 +152,13 @@ const (
 	// it is refused as busy; a cancelled turn ends within milliseconds
 	// (tools check for cancellation within a fraction of a second).
 	WindDown = 5 * time.Second
+
+	// CancelGrace is how long a submission waits for its conversation's
+	// running turn to be cancelled before it is refused as busy. Over
+	// Streamable HTTP a client's notifications/cancelled and its next
+	// submission travel on separate requests, sent at once (the TypeScript
+	// SDK does not wait for the first): the submission may arrive first.
+	CancelGrace = 2 * time.Second
 )
 
 // Refusals; their messages are client-visible and single-line.
@@ -221,7 +230,7 @@ type Options struct {
 	Heartbeat time.Duration
 
 	// Observer, when set, is told about each turn, model step and tool
-	// call (docs/SPEC.md §11): names, counts and outcomes only, never a
+	// call (docs/SPEC.md §13): names, counts and outcomes only, never a
 	// prompt, an argument or a result. Its contexts nest: a turn's under
 	// the submission's request, steps and tool calls under the turn.
 	Observer ports.Observer
@@ -283,12 +292,22 @@ type running struct {
 	done chan struct{}   // closed when the turn has ended
 }
 
-// awaitEnd waits for r to end when it is already ending (its ctx done), up
-// to WindDown or until ctx ends; it reports whether r ended. A live turn is
-// not waited for.
+// awaitEnd waits for r to end, up to WindDown or until ctx ends, when it is
+// ending (its ctx done) or starts ending within CancelGrace; it reports
+// whether r ended.
 func awaitEnd(ctx context.Context, r *running) bool {
 	if r.ctx.Err() == nil {
-		return false
+		grace := time.NewTimer(CancelGrace)
+		defer grace.Stop()
+		select {
+		case <-r.ctx.Done():
+		case <-r.done:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-grace.C:
+			return false
+		}
 	}
 	timer := time.NewTimer(WindDown)
 	defer timer.Stop()
@@ -344,12 +363,16 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	if err := s.begin(ctx, who, me); err != nil {
 		return ports.TurnResult{}, err
 	}
-	defer func() {
+	// The turn stops counting as running before its end is logged, so a
+	// submission made once "turn finished" or "turn failed" is logged is
+	// never refused as busy by it.
+	release := sync.OnceFunc(func() {
 		s.mu.Lock()
 		delete(s.running, who)
 		s.mu.Unlock()
 		close(me.done)
-	}()
+	})
+	defer release()
 
 	conv := s.conversation(who)
 	desc := s.model.Describe()
@@ -380,6 +403,7 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		case tctx.Err() != nil:
 			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
+		release()
 		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
 	}
@@ -390,6 +414,7 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	// every holder of finished turns keeps the same bounded messages.
 	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
 	conv.add(kept, s.opts.HistoryBytes)
+	release()
 	s.log.Info("turn finished", attrs...)
 	return ports.TurnResult{Response: response}, nil
 }

@@ -67,7 +67,7 @@ func itoa(n int) string {
 }
 
 // TestObserverSeesTurnStepsAndCalls: the agent reports its turn, each
-// model step and each tool call to its Observer (docs/SPEC.md §11), nested
+// model step and each tool call to its Observer (docs/SPEC.md §13), nested
 // through their contexts, with outcomes and never the prompt or arguments.
 func TestObserverSeesTurnStepsAndCalls(t *testing.T) {
 	j := &journal{}

@@ -69,7 +69,7 @@ type Options struct {
 	// answers); nil means the engine's.
 	Logger *slog.Logger
 	// NoHealth turns off the health probes, GET /healthz and /readyz
-	// (docs/SPEC.md §11; [streamable.WithHealth], with the Host rule of
+	// (docs/SPEC.md §13; [streamable.WithHealth], with the Host rule of
 	// /mcp).
 	NoHealth bool
 	// Token, when set, is the bearer token instead of a freshly minted one

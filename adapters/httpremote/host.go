@@ -38,7 +38,7 @@ type Options struct {
 	// record of a handler panic names the peer); nil means the engine's.
 	Logger *slog.Logger
 	// NoHealth turns off the health probes, GET /healthz and /readyz
-	// (docs/SPEC.md §11; [streamable.WithHealth], any Host): ready once the
+	// (docs/SPEC.md §13; [streamable.WithHealth], any Host): ready once the
 	// catalog validates and, when the verifier implements
 	// [ports.KeyReadiness], it holds the issuer's keys.
 	NoHealth bool

@@ -1,5 +1,5 @@
 // Package metrics is agentmcp's Prometheus instrumentation (docs/SPEC.md
-// §11): a [ports.Observer] and a [ports.AuditSink] that count what the
+// §13): a [ports.Observer] and a [ports.AuditSink] that count what the
 // engine, the agent and the HTTP hosts report, and the handler that exposes
 // them in Prometheus' text format (github.com/prometheus/client_golang).
 //

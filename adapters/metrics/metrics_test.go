@@ -31,7 +31,7 @@ func has(t *testing.T, text string, want ...string) {
 }
 
 // TestRequestsAndTurns: each observation lands under its OpenTelemetry name
-// with bounded labels (docs/SPEC.md §11): a tool the catalog lacks is
+// with bounded labels (docs/SPEC.md §13): a tool the catalog lacks is
 // _OTHER, tokens are counted only when reported, gauges go back down.
 func TestRequestsAndTurns(t *testing.T) {
 	parked := 3

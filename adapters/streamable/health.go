@@ -8,7 +8,7 @@ import (
 	"github.com/agentmcp/agentmcp/engine"
 )
 
-// Health paths (docs/SPEC.md §11): liveness and readiness probes for load
+// Health paths (docs/SPEC.md §13): liveness and readiness probes for load
 // balancers and orchestrators.
 const (
 	HealthPath    = "/healthz"

@@ -11,7 +11,7 @@ import (
 
 // ObserveConns reports every connection ln accepts to o
 // ([ports.Observer.StartConnection], network.transport "tcp") until it is
-// closed, for a connections-open gauge (docs/SPEC.md §11). A nil o or ln is
+// closed, for a connections-open gauge (docs/SPEC.md §13). A nil o or ln is
 // returned as is: a host calls it on whatever its listen returned.
 func ObserveConns(ln net.Listener, o ports.Observer) net.Listener {
 	if o == nil || ln == nil {

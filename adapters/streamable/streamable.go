@@ -418,8 +418,15 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responde
 	defer out.mu.Unlock()
 	out.done = true
 	switch {
+	case reply.Kind == engine.Cancelled && out.sse:
+		// The client left, or cancelled the request: the stream ends
+		// without an answer.
 	case reply.Kind == engine.Cancelled:
-		// The client left: nothing to write.
+		// The client left (nothing reaches it), or cancelled the request
+		// with notifications/cancelled and still waits: an empty 202,
+		// which clients take without an error, rather than an answer
+		// (docs/SPEC.md §3 "Cancellation").
+		w.WriteHeader(http.StatusAccepted)
 	case reply.Kind == engine.Busy:
 		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
 	case out.sse:

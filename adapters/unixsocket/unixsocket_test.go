@@ -20,8 +20,8 @@ import (
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
-	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 const guard = 10 * time.Second
@@ -258,7 +258,7 @@ const transcriptDir = "../../testdata/transcripts"
 // TestTranscriptsUnix replays every stream transcript over a real Unix
 // socket: one connection per transcript, its end of input a half-close.
 func TestTranscriptsUnix(t *testing.T) {
-	transcript.RunAll(t, transcriptDir, unixCarrier{}, transcript.Options{Timeout: 30 * time.Second})
+	transcript.Run(t, unixCarrier{}, transcriptDir+"/*.txt", transcript.Options{Timeout: 30 * time.Second})
 }
 
 type unixCarrier struct{}

@@ -43,6 +43,7 @@ const (
 	goOpenAI = "github.com/sashabaranov/go-openai"
 	// promClient is client_golang and what it pulls in.
 	promClient = "github.com/prometheus/..."
+	goCmp      = "github.com/google/go-cmp"
 	// doublestar matches find_files' ** globs and .gitignore patterns.
 	doublestar = "github.com/bmatcuk/doublestar/v4"
 	// goLandlock and what it pulls in: x/sys for the system calls, libcap's
@@ -106,7 +107,9 @@ var Rules = []Rule{
 	{logs, nil, "the logging default: the standard library only"},
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
 	{"internal/layout", nil, "this rule"},
-	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
+	{"internal/record", nil, "agentmcp record's transcript writer: the standard library only"},
+	{"carriertest", append([]string{"transcript", "engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
+	{"transcript", append([]string{"engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
 	{"conformance/...", []string{"..."}, "conformance fixture: a test program wired like app"},
 }

@@ -1,10 +1,14 @@
 // Drives the agent behind agent_submit with the official TypeScript MCP SDK
-// client (Client + StdioClientTransport) over legacy stdio: each call is an
-// agent_submit with a progress handler (so the request carries a
-// progressToken), elicitation/create requests are answered from the
-// scenario, and a call marked "cancel" is aborted (the SDK sends
-// notifications/cancelled) when a line arrives on this script's stdin — the
-// Go test writes it once the scripted model endpoint has started answering.
+// client (Client + StdioClientTransport spawning "serve stdio", or
+// StreamableHTTPClientTransport on a running "serve http" when the scenario
+// has "url") over the legacy era: each call is an agent_submit with a
+// progress handler (so the request carries a progressToken),
+// elicitation/create requests are answered from the scenario, a call marked
+// "cancel" is aborted (the SDK sends notifications/cancelled) when a line
+// arrives on this script's stdin — the Go test writes it once the scripted
+// model endpoint has started answering — and a call with "timeoutMs" has
+// that request timeout (the SDK sends notifications/cancelled when it
+// fires; over HTTP it keeps the original request open either way).
 // It checks nothing itself: the Go test (ts_agent_test.go) judges the
 // report.
 //
@@ -12,7 +16,9 @@
 //
 // The scenario:
 //   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
-//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false}, ...]}
+//    or "url": "<serve http's URL>", "tokenFile": "<its --token-file>",
+//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false,
+//               "timeoutMs": <request timeout, default 60000>}, ...]}
 //
 // The report:
 //   {"calls": [{"result": <CallToolResult> | null, "error": "<call error>" | null,
@@ -25,6 +31,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RecordingTransport, writeReport, runScenario } from './record.mjs';
 
@@ -40,8 +47,12 @@ const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 async function main() {
   const scenario = JSON.parse(readFileSync(scenarioPath, 'utf8'));
-  const stdio = new StdioClientTransport({ command: scenario.command, args: scenario.args, stderr: 'inherit' });
-  const transport = new RecordingTransport(stdio);
+  const inner = scenario.url
+    ? new StreamableHTTPClientTransport(new URL(scenario.url), {
+        requestInit: { headers: { Authorization: `Bearer ${readFileSync(scenario.tokenFile, 'utf8').trim()}` } },
+      })
+    : new StdioClientTransport({ command: scenario.command, args: scenario.args, stderr: 'inherit' });
+  const transport = new RecordingTransport(inner);
   const client = new Client({ name: 'agentmcp-interop-ts-agent', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 
   let current = null;
@@ -61,7 +72,7 @@ async function main() {
       current = { report: callReport, answers: [...(call.answers ?? [])] };
       const abort = new AbortController();
       const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
-        timeout: TIMEOUT_MS,
+        timeout: call.timeoutMs ?? TIMEOUT_MS,
         signal: abort.signal,
         onprogress: (p) => callReport.progress.push(p),
       });

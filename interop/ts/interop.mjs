@@ -107,9 +107,12 @@ function recordingFetch(input, init) {
 
 function openTransport() {
   if (!overHTTP) {
+    const serve = ['serve', 'stdio', '--root', root];
     return new StdioClientTransport({
       command: bin,
-      args: ['serve', 'stdio', '--root', root],
+      // AGENTMCP_RECORD_OUT: launch the server through "agentmcp record",
+      // as a real client's configuration would (record_test.go).
+      args: env.AGENTMCP_RECORD_OUT ? ['record', '--out', env.AGENTMCP_RECORD_OUT, '--', bin, ...serve] : serve,
       stderr: 'inherit', // server logs go to our stderr; stdout is the protocol
     });
   }

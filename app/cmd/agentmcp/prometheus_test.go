@@ -26,7 +26,7 @@ import (
 // http" and "serve remote" (with a real issuer over TLS), each with
 // --metrics-listen, and a real Prometheus (Debian's package) scraping both
 // every second, then drives a short load and asks Prometheus' HTTP API for
-// the request count and a latency quantile by method (docs/SPEC.md §11):
+// the request count and a latency quantile by method (docs/SPEC.md §13):
 // the names and labels are the OpenTelemetry conventions' as Prometheus
 // spells them, and no label carries a token, a principal or an argument.
 func TestPrometheusScrapesBothHosts(t *testing.T) {
@@ -225,7 +225,7 @@ scrape_configs:
 		}
 		labels, ok := allowed[base]
 		if !ok {
-			t.Errorf("series %s: not a name of docs/SPEC.md §11", name)
+			t.Errorf("series %s: not a name of docs/SPEC.md §13", name)
 			continue
 		}
 		seen[base] = true

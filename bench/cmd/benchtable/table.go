@@ -101,7 +101,7 @@ func (res *results) goals() []goal {
 		g = append(g, res.rateGoal("loopback host ÷ mcp-go, requests/s, "+w,
 			httpID(w, servers.AgentmcpLoopback), httpID(w, servers.MCPGo), "≥ 1.50x", atLeast(1.5)))
 	}
-	// Metrics on (adapters/metrics, docs/SPEC.md §11) cost under 5%: both
+	// Metrics on (adapters/metrics, docs/SPEC.md §13) cost under 5%: both
 	// rows of one run, against each other and against the floor.
 	for _, w := range wire.Wires {
 		g = append(g, res.rateGoal("loopback host, metrics on ÷ metrics off, requests/s, "+w,

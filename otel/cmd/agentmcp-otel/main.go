@@ -1,5 +1,5 @@
 // Command agentmcp-otel is the agentmcp command with OpenTelemetry traces
-// (docs/SPEC.md §11): the same command line, and every serve command's
+// (docs/SPEC.md §13): the same command line, and every serve command's
 // requests, agent turns, model requests and tool calls exported as spans
 // over OTLP/HTTP.
 //

@@ -18,8 +18,8 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
-	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 func mustParse(t *testing.T, text string) *transcript.File {
@@ -302,7 +302,7 @@ ask-client: on
 		t.Run(tc.name, func(t *testing.T) {
 			f := mustParse(t, tc.text)
 			synctest.Test(t, func(t *testing.T) {
-				res, err := transcript.Play(t, stdioCarrier{}, f, time.Minute)
+				res, err := transcript.Play(t, stdioCarrier, f, transcript.Options{Timeout: time.Minute})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -323,7 +323,7 @@ func TestStdioRunTimesOut(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			f := mustParse(t, "c\n-- client --\n{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n"+step+"\n-- server --\n")
 			synctest.Test(t, func(t *testing.T) {
-				_, err := transcript.Play(t, stdioCarrier{}, f, time.Minute)
+				_, err := transcript.Play(t, stdioCarrier, f, transcript.Options{Timeout: time.Minute})
 				if err == nil || !strings.Contains(err.Error(), "timed out") {
 					t.Errorf("err = %v, want a timeout", err)
 				}
@@ -469,7 +469,7 @@ func TestAnswerDirective(t *testing.T) {
 {"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{}}
 {"jsonrpc":"2.0","id":"echo","result":{"got":"{\"id\":\"srv-1\",\"jsonrpc\":\"2.0\",\"result\":{\"action\":\"decline\"}}"}}
 `)
-	res, err := transcript.Play(t, scriptedCarrier{}, f, time.Minute)
+	res, err := transcript.Play(t, scriptedCarrier{}, f, transcript.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ ask-client: on
 -- server --
 `)
 	var cfg transcript.Config
-	res, err := transcript.Play(t, tokenCarrier{mint: fresh, cfg: &cfg}, f, time.Minute)
+	res, err := transcript.Play(t, tokenCarrier{mint: fresh, cfg: &cfg}, f, transcript.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -671,7 +671,7 @@ ask-client: on
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := mustParse(t, "c\n-- client --\n{\"id\":1}\n#wait 1\n{\"id\":2,\"s\":\"{{state 1}}\"}\n-- server --\n")
-			_, err := transcript.Play(t, tokenCarrier{mint: tc.mint}, f, time.Minute)
+			_, err := transcript.Play(t, tokenCarrier{mint: tc.mint}, f, transcript.Options{Timeout: time.Minute})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, tc.want)
 			}
@@ -691,7 +691,7 @@ func TestAnswerErrorAndWaitRequest(t *testing.T) {
 {"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{}}
 {"jsonrpc":"2.0","id":"echo","result":{"got":"{\"error\":{\"code\":-32603,\"message\":\"no UI\"},\"id\":\"srv-1\",\"jsonrpc\":\"2.0\"}"}}
 `)
-	res, err := transcript.Play(t, scriptedCarrier{}, f, time.Minute)
+	res, err := transcript.Play(t, scriptedCarrier{}, f, transcript.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,9 +706,40 @@ func TestAnswerErrorAndWaitRequest(t *testing.T) {
 	// cannot be satisfied.
 	f = mustParse(t, "c\n-- client --\n#wait-request elicitation/create\n#wait-request elicitation/create\n-- server --\n")
 	synctest.Test(t, func(t *testing.T) {
-		_, err := transcript.Play(t, scriptedCarrier{}, f, time.Minute)
+		_, err := transcript.Play(t, scriptedCarrier{}, f, transcript.Options{Timeout: time.Minute})
 		if err == nil || !strings.Contains(err.Error(), "timed out") {
 			t.Errorf("err = %v, want a timeout", err)
 		}
 	})
+}
+
+// TestOwnSession runs a transcript against a session from Options.Session
+// (a host's own), and refuses a transcript that drives the built-in one.
+func TestOwnSession(t *testing.T) {
+	made := 0
+	opts := transcript.Options{Timeout: time.Minute, Session: func(testing.TB) ports.Session { made++; return fake.New() }}
+	f := mustParse(t, `tools/call of echo on a host's own session.
+format: 1
+-- client --
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}
+-- server --
+{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"echo\",\"result\":{\"text\":\"hi\"},\"executionId\":\"exec-1\"}"}],"isError":false}}
+`)
+	res, err := transcript.Play(t, stdioCarrier, f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := transcript.Compare(f, res); len(p) != 0 {
+		t.Errorf("own session: %q", p)
+	}
+	if made != 1 || res.Calls != nil {
+		t.Errorf("sessions made %d, calls %v; want 1 and nil", made, res.Calls)
+	}
+	f.HasCalls = true
+	if _, err := transcript.Play(t, stdioCarrier, f, opts); err == nil || !strings.Contains(err.Error(), "#calls") {
+		t.Errorf("a transcript with #calls against Options.Session: err = %v, want one naming #calls", err)
+	}
+	if _, err := transcript.Parse("v2.txt", []byte("A future file.\nformat: 2\n-- client --\n-- server --\n")); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Errorf("format: 2 parsed: err = %v, want a format error", err)
+	}
 }

@@ -85,6 +85,20 @@ func remove(v any, path []string) any {
 				x[i] = remove(e, path[1:])
 			}
 		}
+	case string:
+		// A string holding a JSON object or array (a tool result's text:
+		// an execution envelope) is descended into: the path goes on in
+		// its decoded value, which then stands for the string.
+		if t := strings.TrimSpace(x); t == "" || (t[0] != '{' && t[0] != '[') {
+			return v
+		}
+		dec := json.NewDecoder(strings.NewReader(x))
+		dec.UseNumber()
+		var inner any
+		if dec.Decode(&inner) != nil || dec.More() {
+			return v
+		}
+		return remove(inner, path)
 	}
 	return v
 }

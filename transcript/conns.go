@@ -54,8 +54,13 @@ type HTTPTarget struct {
 	// URL is where requests go (the host's listener); Host, when set, is
 	// the Host header they carry (the remote host's public host).
 	URL, Host string
-	// Token is the bearer credential every request carries.
+	// Token is the bearer credential every request carries
+	// (Authorization: Bearer Token), unless Credential is set.
 	Token string
+	// Credential, when set, puts the credential on every request instead
+	// (a host with its own admission: a cookie, a signed header, an OAuth
+	// access token from the test's issuer).
+	Credential func(r *http.Request)
 	// Stop ends the host and what it served (the host's Stop, then the
 	// engine's Shutdown); Wait returns the host's result.
 	Stop func(ctx context.Context) error
@@ -146,7 +151,11 @@ func (c *httpConn) post(line []byte) {
 	if c.target.Host != "" {
 		req.Host = c.target.Host
 	}
-	req.Header.Set("Authorization", "Bearer "+c.target.Token)
+	if c.target.Credential != nil {
+		c.target.Credential(req)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+c.target.Token)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	switch {

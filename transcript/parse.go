@@ -14,6 +14,13 @@ import (
 	"strings"
 )
 
+// FormatVersion is the version of the transcript format this package reads
+// and writes (docs/SPEC.md §11). A file may say which version it is written
+// in with a "format: N" header; a file without one is read as this version.
+// Additions that old files still parse under keep the version; a change in
+// what an existing file means raises it.
+const FormatVersion = 1
+
 // File is one parsed transcript.
 type File struct {
 	Path     string
@@ -147,6 +154,10 @@ func Parse(path string, data []byte) (*File, error) {
 				f.Bugs = append(f.Bugs, b)
 			} else {
 				return nil, errorf(i+1, "empty bug: header")
+			}
+		case "format":
+			if v := strings.TrimSpace(val); v != strconv.Itoa(FormatVersion) {
+				return nil, errorf(i+1, "format: %q is not a version this runner reads (it reads %d)", v, FormatVersion)
 			}
 		case "ask-client":
 			switch strings.TrimSpace(val) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmcp/agentmcp/internal/transcript"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 // specRows lists every docs/SPEC.md row (§1–§4 as they apply to stdio, §6 as it

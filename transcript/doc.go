@@ -1,7 +1,17 @@
 // Package transcript replays recorded MCP exchanges against a carrier and
-// compares what the server wrote with what the transcript expects. The
-// transcripts live in testdata/transcripts/ at the module root; every carrier
-// runs the same files through its own [Carrier] binding.
+// compares what the server wrote with what the transcript expects. It is the
+// reference of the transcript format (docs/SPEC.md §11, version
+// [FormatVersion]). This repository's transcripts live in
+// testdata/transcripts/ at the module root; every carrier runs the same
+// files through its own [Carrier] binding.
+//
+// A host with its own session replays its own transcripts over this
+// repository's carriers ([Stdio], [Loopback]) or a carrier of its own:
+//
+//	func TestTranscripts(t *testing.T) {
+//		opts := transcript.Options{Session: func(testing.TB) ports.Session { return newSession() }}
+//		transcript.Run(t, transcript.Stdio{Engine: engine.Options{Name: "mine", Version: "1.0.0"}}, "testdata/*.txt", opts)
+//	}
 //
 // # Format
 //
@@ -19,14 +29,20 @@
 // header lines have a meaning (one key per line, values separated by spaces,
 // a key may repeat):
 //
+//	format: N         the format version the file is written in; a runner
+//	                  refuses a version it does not read (default: 1)
 //	rows: ID...       docs/SPEC.md rows and wire cases (K1…) the transcript pins;
 //	                  a test checks every row of the coverage table has one
 //	ignore: PATH...   members removed from every message, expected and actual,
 //	                  before comparing: dot-separated member names, "*" for
-//	                  every array element (e.g. result._meta, error.data)
+//	                  every array element (e.g. result._meta, error.data);
+//	                  a path that meets a string holding a JSON object or
+//	                  array goes on inside it (result.content.*.text.duration
+//	                  drops an envelope's duration), and the decoded value is
+//	                  compared in the string's place
 //	carriers: NAME... only these carriers run it (default: all)
 //	bug: TEXT         a known server bug this transcript catches; a failure
-//	                  message quotes it (see internal/transcript/BUGS.md)
+//	                  message quotes it (see transcript/BUGS.md)
 //	ask-client: on    the carrier serves with its AskClient option on (docs/SPEC.md
 //	                  §6); "off" or no header leaves it off, its default
 //
@@ -117,7 +133,7 @@
 //
 // # Updating
 //
-// go test ./internal/transcript/ -update rewrites the server section of each
+// go test ./transcript/ -update rewrites the server section of each
 // transcript whose output differs: #absent lines are kept, messages follow in
 // arrival order except that each run of consecutive messages with ids is
 // sorted by the client step that sent the id, so concurrent answers do not
@@ -128,18 +144,20 @@
 //
 // # Session and carriers
 //
-// Every transcript runs against a fresh internal/fake session (tools echo,
-// fail, boom, slow, progress, and write, which asks permission and succeeds
-// only when allowed once; prompts "refuse", "fail", "slow", and
-// "background", whose background agent "indexer" asks permission through
-// the turn's Caller), named agentmcp-test 1.2.3 by the bindings. A carrier
-// is bound by implementing [Carrier]; [Carrier.Connect] receives the
-// transcript's [Config] (AskClient from the ask-client: header) and must
-// serve with it. The stdio binding (a real stdio.Transport over io.Pipes) is
-// in stdio_test.go, which also owns the -update flag; the loopback host's
-// (one POST per client line) is in adapters/httploopback/transcript_test.go:
+// Unless [Options.Session] gives a host's own, every transcript runs against
+// a fresh built-in test session (tools echo, fail, boom, slow, progress,
+// and write, which asks permission and succeeds only when allowed once;
+// prompts "refuse", "fail", "slow", and "background", whose background
+// agent "indexer" asks permission through the turn's Caller); this
+// repository's tests name it agentmcp-test 1.2.3. A carrier is bound by
+// implementing [Carrier]; [Carrier.Connect] receives the transcript's
+// [Config] (AskClient from the ask-client: header) and must serve with it.
+// [Stdio] (a real stdio.Transport over io.Pipes) and [Loopback] (one POST
+// per client line, [NewHTTPConn]) bind this repository's carriers; a stream
+// carrier of one's own returns a [StreamConn], an HTTP one [NewHTTPConn]
+// with its credential. stdio_test.go owns the -update flag:
 //
-//	go test ./internal/transcript/ -run TestTranscriptsStdio [-update]
+//	go test ./transcript/ -run TestTranscriptsStdio [-update]
 //	go test ./adapters/httploopback/ -run TestTranscriptsHTTP
 //
 // # Synchronisation

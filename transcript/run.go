@@ -56,8 +56,14 @@ type Conn interface {
 	Abort()
 }
 
-// Options configures [Run] and [RunAll].
+// Options configures [Run], [RunFile] and [Play].
 type Options struct {
+	// Session makes the session each transcript is served from, fresh per
+	// transcript: a host's own. Nil means the built-in test session
+	// (package doc, "Session and carriers"). Transcripts that drive the
+	// built-in session (#wait-started, #wait-ended, #release, #set-tools,
+	// #calls) fail against a host's own, with an error naming the directive.
+	Session func(t testing.TB) ports.Session
 	// Update rewrites the server section of failing transcripts from the
 	// actual output instead of failing.
 	Update bool
@@ -69,32 +75,42 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// RunAll runs every transcript in dir against c, each as a parallel subtest.
-func RunAll(t *testing.T, dir string, c Carrier, opts Options) {
-	files, err := Load(dir)
+// Run runs every transcript whose path matches pattern ([filepath.Glob]
+// syntax, e.g. "testdata/*.txt") against c, each as a parallel subtest
+// named for its file. A pattern that matches nothing fails t.
+func Run(t *testing.T, c Carrier, pattern string, opts Options) {
+	t.Helper()
+	paths, err := filepath.Glob(pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f.Path), ".txt")
-		t.Run(name, func(t *testing.T) {
+	if len(paths) == 0 {
+		t.Fatalf("transcript: no file matches %q", pattern)
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(path, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			t.Parallel()
-			Run(t, c, f, opts)
+			RunFile(t, c, f, opts)
 		})
 	}
 }
 
-// Run plays f against c and compares the server's output with f's server
-// section (or rewrites it when opts.Update is set).
-func Run(t *testing.T, c Carrier, f *File, opts Options) {
+// RunFile plays f against c and compares the server's output with f's
+// server section (or rewrites it when opts.Update is set).
+func RunFile(t *testing.T, c Carrier, f *File, opts Options) {
 	if len(f.Carriers) > 0 && !slices.Contains(f.Carriers, c.Name()) {
 		t.Skipf("%s: only for carriers %v", f.Path, f.Carriers)
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 60 * time.Second
-	}
 	body := func(t *testing.T) {
-		res, err := Play(t, c, f, opts.Timeout)
+		res, err := Play(t, c, f, opts)
 		if err != nil {
 			t.Errorf("%s", report(f, c, res, []string{err.Error()}))
 			return
@@ -132,7 +148,7 @@ func report(f *File, c Carrier, res Result, problems []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "transcript %s over %s:\n", f.Path, c.Name())
 	if len(f.Bugs) > 0 {
-		b.WriteString("  KNOWN SERVER BUG pinned by this transcript (see internal/transcript/BUGS.md); it expects docs/SPEC.md's answer:\n")
+		b.WriteString("  KNOWN SERVER BUG pinned by this transcript (see transcript/BUGS.md); it expects docs/SPEC.md's answer:\n")
 		for _, bug := range f.Bugs {
 			fmt.Fprintf(&b, "    - %s\n", bug)
 		}
@@ -165,12 +181,27 @@ type Result struct {
 
 // Play runs f's client steps against a fresh session served by c and
 // returns everything the server wrote. An error means the run itself failed
-// (a step timed out, the server did not end, Wait returned an error); the
-// partial result is returned with it.
-func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, err error) {
-	s := newSession()
-	defer s.close()
-	conn, err := c.Connect(t, s, Config{AskClient: f.AskClient})
+// (a step timed out, the server did not end, Wait returned an error, or f
+// drives the built-in session while opts.Session is set); the partial
+// result is returned with it. Res.Calls is nil with opts.Session set.
+func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	var s *session
+	var served ports.Session
+	if opts.Session != nil {
+		if d := sessionDirective(f); d != "" {
+			return res, fmt.Errorf("%s: %s drives the built-in test session; it cannot run against Options.Session", f.Path, d)
+		}
+		served = opts.Session(t)
+	} else {
+		s = newSession()
+		defer s.close()
+		served = s
+	}
+	conn, err := c.Connect(t, served, Config{AskClient: f.AskClient})
 	if err != nil {
 		return res, fmt.Errorf("connect: %w", err)
 	}
@@ -192,8 +223,10 @@ func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, 
 		requested: make(map[string]int), answered: make(map[int]bool)}
 	defer func() {
 		res.Messages = in.snapshot()
-		res.Calls = s.Calls()
-		slices.Sort(res.Calls)
+		if s != nil {
+			res.Calls = s.Calls()
+			slices.Sort(res.Calls)
+		}
 	}()
 	if err := p.play(); err != nil {
 		conn.Abort()
@@ -210,6 +243,21 @@ func Play(t testing.TB, c Carrier, f *File, timeout time.Duration) (res Result, 
 		return res, err
 	}
 	return res, nil
+}
+
+// sessionDirective returns the first directive of f that only the built-in
+// test session can follow, or "".
+func sessionDirective(f *File) string {
+	if f.HasCalls {
+		return "#calls"
+	}
+	for _, st := range f.Steps {
+		switch st.Kind {
+		case "wait-started", "wait-ended", "release", "set-tools":
+			return fmt.Sprintf("line %d: #%s", st.Line, st.Kind)
+		}
+	}
+	return ""
 }
 
 type player struct {
