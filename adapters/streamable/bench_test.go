@@ -68,6 +68,7 @@ func benchModernToolsCall(b *testing.B, h http.Handler, ctx context.Context) {
 		}
 	}
 }
+
 // BenchmarkHandlerBatch serves a 2025-03-26 batch of eight tools/call
 // through the Handler alone: the slots taken for its elements, the batch's
 // pre-count included.
