@@ -211,7 +211,7 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 // most concurrency elements run at once (0: all).
 func (e *Engine) handleBatch(p *peer, frame []byte, max, concurrency int, to sink) {
 	version := p.carrier.legacyVersion()
-	if !batchesAllowed(version) {
+	if !batchesAllowed(version) { // refused before the array is split
 		to.deliver(invalid(jsonrpc.ID{}, batchRefused(version, 0, max)))
 		return
 	}
