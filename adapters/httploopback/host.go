@@ -156,10 +156,6 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		logger = eng.Logger()
 	}
 	l.framing.Logger = logger
-	framing, err := streamable.NewHandler(eng, l.framing)
-	if err != nil {
-		return nil, fmt.Errorf("httploopback: %w", err)
-	}
 	token := opts.Token
 	if token == "" {
 		token = mintToken()
@@ -172,11 +168,16 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
 	}
+	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(bound netip.AddrPort) http.Handler {
 		return Admission(bound, h.token, logger)(framing)
 	}
+	var err error
 	if h.srv, err = streamable.NewServer(so); err != nil {
 		return nil, err
+	}
+	if framing, err = h.srv.NewHandler(l.framing); err != nil {
+		return nil, fmt.Errorf("httploopback: %w", err)
 	}
 	return h, nil
 }
