@@ -362,7 +362,7 @@ func (c *conn) frame(f frame) {
 	case !jsonrpc.Valid(line):
 		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse))
 	case jsonrpc.FirstByte(line) == '[':
-		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, nil, c)
+		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, 0, c)
 	default:
 		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
 	}

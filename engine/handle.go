@@ -32,9 +32,6 @@ const (
 	// Cancelled: the client cancelled the request or went away; nothing is
 	// written (docs/SPEC.md §3 "Cancellation").
 	Cancelled
-	// Busy: a batch whose in-flight slots the framing could not take;
-	// nothing ran (HTTP 503).
-	Busy
 )
 
 // reply is the engine's answer to one message.
@@ -224,31 +221,21 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
 // element through handle, answered with one array once every element is
-// done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
-// when set, is asked how many elements may run at once (0: Busy).
-func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, to sink) {
-	if !batchesAllowed(p.carrier.legacyVersion()) {
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+// done, or nothing when no element had an answer (docs/SPEC.md §4). At
+// most concurrency elements run at once (0: all).
+func (e *Engine) handleBatch(p *peer, frame []byte, max, concurrency int, to sink) {
+	version := p.carrier.legacyVersion()
+	if !batchesAllowed(version) { // refused before the array is split
+		to.deliver(invalid(jsonrpc.ID{}, batchRefused(version, 0, max)))
 		return
 	}
 	elems := jsonrpc.Elements(frame)
-	switch {
-	case len(elems) == 0:
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
-		return
-	case len(elems) > max:
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
+	if err := batchRefused(version, len(elems), max); err != nil {
+		to.deliver(invalid(jsonrpc.ID{}, err))
 		return
 	}
-	if admit != nil {
-		run := admit(len(elems))
-		if run <= 0 {
-			to.deliver(reply{kind: Busy})
-			return
-		}
-		if run < len(elems) {
-			p.batchSlots = make(chan struct{}, run)
-		}
+	if concurrency > 0 && concurrency < len(elems) {
+		p.batchSlots = make(chan struct{}, concurrency)
 	}
 	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
 	for i := range b.slots {
@@ -262,6 +249,28 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 		e.handle(p, el, true, &b.slots[i])
 	}
 }
+
+// batchRefused is why a batch of n elements in revision version is
+// refused whole (-32600, HTTP 400), in the order the checks are made; nil
+// when it runs. max is the largest batch, 16 when 0 or less. One rule for
+// Exchange and BatchSize.
+func batchRefused(version string, n, max int) *Error {
+	if max <= 0 {
+		max = defaultMaxBatch
+	}
+	switch {
+	case !batchesAllowed(version):
+		return jsonrpc.InvalidRequest("batches are only part of protocol revision " + defaultLegacyVersion)
+	case n == 0:
+		return jsonrpc.InvalidRequest("empty batch")
+	case n > max:
+		return jsonrpc.InvalidRequest("batch too large")
+	}
+	return nil
+}
+
+// defaultMaxBatch is [ExchangeOptions].MaxBatch's default.
+const defaultMaxBatch = 16
 
 // batch collects the answers of one batch, one slot per element.
 type batch struct {

@@ -160,10 +160,6 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		logger = eng.Logger()
 	}
 	l.framing.Logger = logger
-	framing, err := streamable.NewHandler(eng, l.framing)
-	if err != nil {
-		return nil, fmt.Errorf("httploopback: %w", err)
-	}
 	token := opts.Token
 	if token == "" {
 		token = mintToken()
@@ -177,6 +173,7 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		ln, err := net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
 		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
+	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(bound netip.AddrPort) http.Handler {
 		door := Admission(bound, h.token, logger)(framing)
 		if opts.NoHealth {
@@ -184,8 +181,12 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		}
 		return streamable.WithHealth(door, streamable.HealthOptions{Host: bound.String(), Ready: streamable.CatalogReady(eng)})
 	}
+	var err error
 	if h.srv, err = streamable.NewServer(so); err != nil {
 		return nil, err
+	}
+	if framing, err = h.srv.NewHandler(l.framing); err != nil {
+		return nil, fmt.Errorf("httploopback: %w", err)
 	}
 	return h, nil
 }

@@ -165,10 +165,6 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		return nil, errors.New("httpremote: nil engine")
 	}
 	l.framing.Logger = door.logger
-	framing, err := streamable.NewHandler(eng, l.framing)
-	if err != nil {
-		return nil, fmt.Errorf("httpremote: %w", err)
-	}
 	network := "tcp4"
 	if bind.Is6() {
 		network = "tcp6"
@@ -180,6 +176,7 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		ln, err := net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
 		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
+	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(netip.AddrPort) http.Handler {
 		if opts.NoHealth {
 			return door.Wrap(framing)
@@ -189,6 +186,9 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	srv, err := streamable.NewServer(so)
 	if err != nil {
 		return nil, err
+	}
+	if framing, err = srv.NewHandler(l.framing); err != nil {
+		return nil, fmt.Errorf("httpremote: %w", err)
 	}
 	return &Host{bind: bind, logger: door.logger, door: door, srv: srv}, nil
 }

@@ -186,6 +186,23 @@ func orDefault[T ~int | ~int64](v *T, def T) {
 
 var _ engine.Carrier = (*Server)(nil)
 
+// NewHandler returns a [Handler] for the Server's engine, like the package
+// NewHandler, that knows its requests come through this Server: their
+// contexts derive from the engine's [engine.Engine.BaseContext] (the
+// Server's base), so an exchange arranges nothing per request to end its
+// calls at [engine.Engine.Shutdown] ([engine.ExchangeOptions].EndsWithEngine).
+// Give it to Admit only: mounted in another server, its calls would not
+// end at Shutdown. A Handler made with the package NewHandler is the one to
+// mount elsewhere (it binds each call to the engine's end itself).
+func (s *Server) NewHandler(opts Options) (*Handler, error) {
+	h, err := NewHandler(s.opts.Engine, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.endsWithEngine = true
+	return h, nil
+}
+
 // Start validates the session's catalog (docs/SPEC.md §2: a violation fails
 // start-up before anything is bound), then listens and serves; it returns
 // once connections are accepted ([Server.Addr] is then the bound address).

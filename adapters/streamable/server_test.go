@@ -2,10 +2,12 @@ package streamable_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -257,5 +259,90 @@ func TestServerServeFailure(t *testing.T) {
 	}
 	if err := s.Stop(t.Context()); err != nil {
 		t.Errorf("Stop after the failure: %v", err)
+	}
+}
+
+// TestCallsEndAtEngineShutdown: a call in flight ends when the engine shuts
+// down, answered with the shutting-down tool error, whether the Handler is
+// the Server's own (its requests' contexts derive from the engine's base)
+// or mounted in a host's own mux on a plain http.Server, whose contexts
+// know nothing of the engine (docs/SPEC.md §3 "Ending", §5).
+func TestCallsEndAtEngineShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		serve func(t *testing.T, eng *engine.Engine) string // the address serving eng
+	}{
+		{"Server.NewHandler", func(t *testing.T, eng *engine.Engine) string {
+			var framing *streamable.Handler
+			s, err := streamable.NewServer(streamable.ServerOptions{Name: "test", Engine: eng, Conns: streamable.ConnLimits{Total: 4},
+				Listen: func() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") },
+				Admit:  func(netip.AddrPort) http.Handler { return framing }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if framing, err = s.NewHandler(streamable.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Stop(context.Background()) })
+			return s.Addr().String()
+		}},
+		{"NewHandler in a host's mux", func(t *testing.T, eng *engine.Engine) string {
+			framing, err := streamable.NewHandler(eng, streamable.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", framing)
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			return srv.Listener.Addr().String()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fake.New()
+			eng := newEngine(t, s)
+			addr := tc.serve(t, eng)
+			t.Cleanup(s.Release) // runs first: a call left running would hold the server's Close
+			started := s.Started()
+			answered := make(chan []byte, 1)
+			go func() {
+				req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", jsonSSE)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					answered <- nil
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				answered <- b
+			}()
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), guard) // a hang guard, not a bound
+			defer cancel()
+			if err := eng.Shutdown(ctx); err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			var b []byte
+			select {
+			case b = <-answered:
+			case <-time.After(guard):
+				t.Fatal("the call did not end at Engine.Shutdown")
+			}
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+				IsError bool                    `json:"isError"`
+			}
+			r := decode(t, b)
+			if err := json.Unmarshal(r.Result, &res); err != nil || !res.IsError || len(res.Content) != 1 || res.Content[0].Text != "server is shutting down" {
+				t.Errorf("answer %s, want the shutting-down tool error", b)
+			}
+			http.DefaultClient.CloseIdleConnections()
+		})
 	}
 }

@@ -18,7 +18,7 @@
 //	body over the limit (streamed, chunked)  413, empty          (while reading)
 //	body stalls past BodyReadTimeout         408, empty          (while reading)
 //	body breaks off (connection closed)      400, -32700 no id   (while reading)
-//	a batch when its slots are not free      503, empty          (after reading)
+//	a valid batch when its slots are not free 503, empty         (after reading)
 //	everything else                          the engine's answer: Answered 200,
 //	                                         Accepted 202, Invalid 400,
 //	                                         UnknownMethod 404
@@ -131,6 +131,9 @@ type Handler struct {
 	writeStall      time.Duration
 	unreadBodyGrace time.Duration
 	logger          *slog.Logger
+	// endsWithEngine: every request comes through a Server, whose
+	// contexts end when the engine shuts down (see [Server.NewHandler]).
+	endsWithEngine bool
 
 	// slots is the in-flight semaphore: a request holds one token from
 	// before its body is read until its answer is written and its calls
@@ -210,8 +213,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A 2025-03-26 batch holds one in-flight slot per element it runs at once,
 // at most half of MaxInFlight, so no one connection holds every slot
 // (docs/SPEC.md §5.2); its elements run that many at a time. The first slot
-// is taken before the body is read, the others once the engine has read
-// the batch; when they are not free the batch gets 503 then.
+// is taken before the body is read, the others once it is read and
+// [engine.BatchSize] has counted the elements of a batch the engine will
+// run; when they are not free the batch gets 503 then. A batch the engine
+// refuses whole (not JSON, a revision without batches, empty, too large)
+// takes no more slots: the engine answers it 400, slots free or not.
 //
 // A named principal (any but the zero Principal) holds at most half of
 // MaxInFlight slots too, its batches' included: beyond that its requests
@@ -237,14 +243,8 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached")
 		return
 	}
-	var batch *batchAdmission // a batch's slots; nil for a single message
-	defer func() {
-		held := 1
-		if batch != nil {
-			held = batch.held
-		}
-		h.release(held, p)
-	}()
+	held := 1 // a batch's elements may take more
+	defer func() { h.release(held, p) }()
 	if r.ContentLength > h.maxBody {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
@@ -256,33 +256,20 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 	if !ok {
 		return
 	}
-	var admitBatch func(int) int
+	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, EndsWithEngine: h.endsWithEngine}
 	if jsonrpc.FirstByte(body) == '[' {
-		batch = &batchAdmission{h: h, p: p, held: 1}
-		admitBatch = batch.admit
+		// A batch's elements run in slots of their own, at most the share
+		// at once (docs/SPEC.md §5.2), taken at once or not at all.
+		if n := engine.BatchSize(body, opts.Headers, h.maxBatch); n > 0 {
+			run := min(n, h.share)
+			if run > 1 && !h.acquire(run-1, p) {
+				h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
+				return
+			}
+			held, opts.BatchConcurrency = run, run
+		}
 	}
-	h.exchange(w, r, out, body, p, admitBatch)
-}
-
-// batchAdmission lends a 2025-03-26 batch the extra slots its elements run
-// in (docs/SPEC.md §5.2: at most the share, 8), taken at once or not at all,
-// and remembers how many the request holds. Made only for batches: a single
-// message holds its one slot.
-type batchAdmission struct {
-	h    *Handler
-	p    ports.Principal
-	held int
-}
-
-// admit takes the slots for n elements: how many may run at once, or 0 when
-// they are not free (the batch is then refused whole).
-func (b *batchAdmission) admit(n int) int {
-	run := min(n, b.h.share)
-	if run > 1 && !b.h.acquire(run-1, b.p) {
-		return 0
-	}
-	b.held = max(b.held, run)
-	return run
+	h.exchange(w, r, out, body, opts)
 }
 
 // acquire takes n in-flight slots at once for p, or none: none when they
@@ -397,8 +384,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // call, on this goroutine or a parked call's) and the Handler's sseClock write
 // through one responder, under its lock; once the answer is written the
 // responder writes nothing more.
-func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, p ports.Principal, admitBatch func(int) int) {
-	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, opts engine.ExchangeOptions) {
 	if jsonrpc.FirstByte(body) != '[' {
 		opts.Notify = out.notify
 		h.sse.add(out)
@@ -427,8 +413,6 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responde
 		// which clients take without an error, rather than an answer
 		// (docs/SPEC.md §3 "Cancellation").
 		w.WriteHeader(http.StatusAccepted)
-	case reply.Kind == engine.Busy:
-		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
 	case out.sse:
 		if len(reply.Body) > 0 {
 			out.event(reply.Body)
@@ -529,8 +513,6 @@ func statusOf(k engine.Outcome) int {
 		return http.StatusBadRequest
 	case engine.UnknownMethod:
 		return http.StatusNotFound
-	case engine.Busy:
-		return http.StatusServiceUnavailable
 	}
 	return http.StatusOK
 }
