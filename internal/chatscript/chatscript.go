@@ -103,6 +103,9 @@ type Reply struct {
 	// sent (streamed) or before anything is sent (whole), with the
 	// request's context: a test holds the answer there.
 	Mid func(ctx context.Context)
+	// MidAfterText, when > 0 on a streamed reply, runs Mid after that many
+	// pieces of Text instead (a test holds the stream mid-text).
+	MidAfterText int
 }
 
 // Server is the scripted endpoint.
@@ -228,6 +231,9 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	mid := r.Mid
+	if r.MidAfterText > 0 {
+		mid = nil
+	}
 	send := func(v any) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "data: %s\n\n", b)
@@ -254,8 +260,11 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 		return
 	}
 	send(chunk(delta(map[string]any{"role": "assistant", "content": ""}, nil)))
-	for _, piece := range pieces(r.Text, 4) {
+	for i, piece := range pieces(r.Text, 4) {
 		send(chunk(delta(map[string]any{"content": piece}, nil)))
+		if i+1 == r.MidAfterText && r.Mid != nil {
+			r.Mid(ctx)
+		}
 	}
 	for i, c := range r.Calls {
 		head := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}

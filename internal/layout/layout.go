@@ -29,6 +29,11 @@ const (
 	goOpenAI = "github.com/sashabaranov/go-openai"
 )
 
+// sqliteDeps is modernc.org/sqlite and what it pulls in: its C library
+// translated to Go, and that library's own dependencies.
+var sqliteDeps = []string{"modernc.org/libc/...", "modernc.org/mathutil", "modernc.org/memory", "modernc.org/sqlite/...", "golang.org/x/sys/...", "github.com/dustin/go-humanize", "github.com/google/uuid",
+	"github.com/remyoudompheng/bigfft", "github.com/mattn/go-isatty", "github.com/ncruces/go-strftime"}
+
 var core = []string{"ports", "domain"}
 
 // Rules is the allow-list. A package of the module that no rule names is a
@@ -44,7 +49,9 @@ var Rules = []Rule{
 	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", core, "the reference session: ports, domain"},
-	{"adapters/agent", core, "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
+	{"adapters/agent", append([]string{"adapters/memstore"}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default"},
+	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
+	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/..."}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
