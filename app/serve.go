@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+	store                             *storeFlags // its conversations
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -44,6 +46,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		store:            addStoreFlags(fs),
 	}
 }
 
@@ -74,10 +77,17 @@ const maxSystemPromptBytes = 64 << 10
 // workspace.
 type servedSession struct {
 	ports.Session
-	ws *workspace.Session
+	ws    *workspace.Session
+	store *openedStore // the agent's conversations; nil without --model
 }
 
-func (s *servedSession) Close() error { return s.ws.Close() }
+func (s *servedSession) Close() error {
+	err := s.ws.Close()
+	if s.store != nil {
+		err = errors.Join(err, s.store.close())
+	}
+	return err
+}
 
 // served is what every serve command serves: the session and the one
 // engine its carrier takes.
@@ -122,8 +132,8 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "") {
-		logger.Error("--model-url and --system-prompt-file configure the agent, which --model turns on: add --model NAME")
+	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.store.stateDir != "" || *f.store.ephemeral) {
+		logger.Error("--model-url, --system-prompt-file, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
 		return nil, false
 	}
 	var systemPrompt string
@@ -159,9 +169,23 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger})
+	root, err := realRoot(*f.root)
 	if err != nil {
 		ws.Close()
+		logger.Error("cannot resolve the workspace root", "err", err)
+		return nil, false
+	}
+	store, err := f.store.open(logger)
+	if err != nil {
+		ws.Close()
+		logger.Error("cannot open the conversation store: " + err.Error())
+		return nil, false
+	}
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger,
+		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
+	if err != nil {
+		ws.Close()
+		store.close()
 		logger.Error("cannot start the agent", "err", err)
 		return nil, false
 	}
@@ -175,7 +199,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	d := model.Describe()
 	logger.Info("agent on: "+*f.submitName+" runs turns of the model", "model", d.Model, "endpoint", d.Endpoint,
 		"apiKey", keyNote, "systemPrompt", promptNote)
-	return &servedSession{Session: a, ws: ws}, true
+	return &servedSession{Session: a, ws: ws, store: store}, true
 }
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
