@@ -51,6 +51,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentmcp/agentmcp/ports"
@@ -90,6 +91,10 @@ type Store struct {
 	db   *sql.DB
 	path string
 	opts Options
+
+	mu     sync.Mutex // guards stmts and wanted
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool // queries to prepare once no transaction runs
 }
 
 var _ ports.ConversationStore = (*Store)(nil)
@@ -128,7 +133,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{path: path, opts: opts}
+	s := &Store{path: path, opts: opts, stmts: map[string]*sql.Stmt{}}
 	if err := s.open(); err != nil {
 		if s.db != nil {
 			s.db.Close()
@@ -268,6 +273,7 @@ func (s *Store) fault(doing string, err error) error {
 // line, wrapping [ports.ErrStoreFull] when the disk is full.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	err := s.tx(ctx, fn)
+	s.prepareWanted(ctx)
 	if err == nil {
 		return nil
 	}
@@ -288,6 +294,91 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// stmt returns query's statement prepared once on the store's one
+// connection (parsing is a good part of a small transaction's cost), in tx
+// when tx is not nil. The connection is tx's while tx runs, so a query
+// first met there runs unprepared and is prepared once tx has ended
+// ([Store.prepareWanted]); err is then errUnprepared.
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	if !ok && tx != nil {
+		if s.wanted == nil {
+			s.wanted = map[string]bool{}
+		}
+		s.wanted[query] = true
+	}
+	s.mu.Unlock()
+	switch {
+	case ok && tx != nil:
+		return tx.StmtContext(ctx, st), nil
+	case ok:
+		return st, nil
+	case tx != nil:
+		return nil, errUnprepared
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.stmts[query]; ok {
+		st.Close()
+		return old, nil
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+var errUnprepared = errors.New("not prepared yet")
+
+// prepareWanted prepares the queries first met inside a transaction.
+func (s *Store) prepareWanted(ctx context.Context) {
+	s.mu.Lock()
+	wanted := s.wanted
+	s.wanted = nil
+	s.mu.Unlock()
+	for q := range wanted {
+		s.stmt(ctx, nil, q) // an error here shows again when the query runs
+	}
+}
+
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := s.stmt(ctx, tx, query)
+	switch {
+	case err == nil:
+		return st.ExecContext(ctx, args...)
+	case errors.Is(err, errUnprepared):
+		return tx.ExecContext(ctx, query, args...)
+	}
+	return nil, err
+}
+
+func (s *Store) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, tx, query)
+	switch {
+	case err == nil:
+		return st.QueryContext(ctx, args...)
+	case errors.Is(err, errUnprepared):
+		return tx.QueryContext(ctx, query, args...)
+	}
+	return nil, err
+}
+
+// queryRow is QueryRowContext on query's prepared statement; a statement
+// that cannot be prepared reports its error through the Row, unprepared.
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	st, err := s.stmt(ctx, tx, query)
+	switch {
+	case err == nil:
+		return st.QueryRowContext(ctx, args...)
+	case tx == nil:
+		return s.db.QueryRowContext(ctx, query, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
 }
 
 // message is a ports.Message as stored.
@@ -332,7 +423,7 @@ func decode(b []byte) ([]ports.Message, error) {
 
 // Load returns ref's committed turns, oldest first.
 func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Turn, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT t.bytes, t.messages FROM turns t
+	rows, err := s.query(ctx, nil, `SELECT t.bytes, t.messages FROM turns t
 		JOIN conversations c ON c.id = t.conversation
 		WHERE c.root = ? AND c.principal = ? AND c.updated >= ?
 		ORDER BY t.seq`, ref.Root, ref.Principal, s.cutoff())
@@ -377,13 +468,13 @@ func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn port
 	return s.write(ctx, func(tx *sql.Tx) error {
 		now := s.opts.Now().UnixMilli()
 		var id int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO conversations (root, principal, turns, bytes, updated) VALUES (?, ?, 0, 0, ?)
+		err := s.queryRow(ctx, tx, `INSERT INTO conversations (root, principal, turns, bytes, updated) VALUES (?, ?, 0, 0, ?)
 			ON CONFLICT (root, principal) DO UPDATE SET updated = excluded.updated RETURNING id`,
 			ref.Root, ref.Principal, now).Scan(&id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (conversation, seq, bytes, messages)
+		if _, err := s.exec(ctx, tx, `INSERT INTO turns (conversation, seq, bytes, messages)
 			VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE conversation = ?), ?, ?)`,
 			id, id, turn.Bytes, b); err != nil {
 			return err
@@ -398,7 +489,7 @@ func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn port
 // trim drops conversation id's oldest whole turns until the rest fit
 // maxBytes (the newest stays), and updates its totals.
 func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) error {
-	rows, err := tx.QueryContext(ctx, `SELECT seq, bytes FROM turns WHERE conversation = ? ORDER BY seq DESC`, id)
+	rows, err := s.query(ctx, tx, `SELECT seq, bytes FROM turns WHERE conversation = ? ORDER BY seq DESC`, id)
 	if err != nil {
 		return err
 	}
@@ -423,11 +514,11 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 		return err
 	}
 	if dropFrom > 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE conversation = ? AND seq <= ?`, id, dropFrom); err != nil {
+		if _, err := s.exec(ctx, tx, `DELETE FROM turns WHERE conversation = ? AND seq <= ?`, id, dropFrom); err != nil {
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE conversations SET turns = ?, bytes = ? WHERE id = ?`, turns, total, id)
+	_, err = s.exec(ctx, tx, `UPDATE conversations SET turns = ?, bytes = ? WHERE id = ?`, turns, total, id)
 	return err
 }
 
@@ -442,7 +533,11 @@ func (s *Store) bound(ctx context.Context, tx *sql.Tx, keep int64) error {
 			return err
 		}
 	}
-	if s.opts.MaxBytes > 0 {
+	var total int64
+	if err := s.queryRow(ctx, tx, `SELECT coalesce(sum(bytes), 0) FROM conversations`).Scan(&total); err != nil {
+		return err
+	}
+	if s.opts.MaxBytes > 0 && total > s.opts.MaxBytes {
 		// The oldest conversations whose removal brings the total within
 		// MaxBytes: those whose running total, newest first, passes it.
 		if err := s.drop(ctx, tx, `SELECT id FROM (
@@ -464,7 +559,7 @@ func (s *Store) expire(ctx context.Context, tx *sql.Tx) error {
 
 // drop deletes the conversations the query selects (their ids).
 func (s *Store) drop(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, tx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -482,18 +577,18 @@ func (s *Store) drop(ctx context.Context, tx *sql.Tx, query string, args ...any)
 		return err
 	}
 	for _, id := range ids {
-		if err := deleteConversation(ctx, tx, id); err != nil {
+		if err := s.deleteConversation(ctx, tx, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func deleteConversation(ctx context.Context, tx *sql.Tx, id int64) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE conversation = ?`, id); err != nil {
+func (s *Store) deleteConversation(ctx context.Context, tx *sql.Tx, id int64) error {
+	if _, err := s.exec(ctx, tx, `DELETE FROM turns WHERE conversation = ?`, id); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
+	_, err := s.exec(ctx, tx, `DELETE FROM conversations WHERE id = ?`, id)
 	return err
 }
 
@@ -526,13 +621,13 @@ func (s *Store) List(ctx context.Context) ([]ports.ConversationInfo, error) {
 func (s *Store) Delete(ctx context.Context, ref ports.ConversationRef) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var id int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE root = ? AND principal = ?`, ref.Root, ref.Principal).Scan(&id)
+		err := s.queryRow(ctx, tx, `SELECT id FROM conversations WHERE root = ? AND principal = ?`, ref.Root, ref.Principal).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return deleteConversation(ctx, tx, id)
+		return s.deleteConversation(ctx, tx, id)
 	})
 }
