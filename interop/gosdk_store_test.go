@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,4 +130,36 @@ func conversationOf(r chatRequest) string {
 		parts = append(parts, m.Role+":"+m.Content)
 	}
 	return strings.Join(parts, "|")
+}
+
+// TestGoSDKProgressCarriesText: over stdio, the official Go SDK client's
+// progress handler reads the model's text while it streams (docs/SPEC.md
+// §9 Progress); the endpoint holds the rest of its answer until the
+// client has read the first part, and the result is the whole answer.
+func TestGoSDKProgressCarriesText(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	ws := newWorkspace(t)
+	ep := newChatEndpoint(t)
+	c := newGoSDKCarrier(ctx, t, "stdio", ws, serverStderr(t), "--model", "scripted", "--model-url", ep.url, "--ephemeral")
+	var once sync.Once
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-progress", Version: "v1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if req.Params.Message == "model step 1: Reading along: part one." {
+				once.Do(func() { close(ep.release) })
+			}
+		},
+	})
+	cs := c.connect(ctx, t, client, modernVersion)
+	params := &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "read along"}}
+	params.SetProgressToken("read-along")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("agent_submit: %v", err)
+	}
+	if text := singleText(t, "agent_submit", res); text != "Reading along: part one. Part two." {
+		t.Errorf("agent_submit = %q, want the whole answer", text)
+	}
+	c.close(t)
 }
