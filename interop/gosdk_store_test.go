@@ -20,13 +20,7 @@ func TestGoSDKConversationSurvivesRestart(t *testing.T) {
 	for _, carrier := range []string{"stdio", "http"} {
 		t.Run(carrier, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-			defer cancel()
-			ws := newWorkspace(t)
-			state := t.TempDir()
-			ep := newChatEndpoint(t)
-			flags := []string{"--model", "scripted", "--model-url", ep.url, "--state-dir", state}
-
+			ctx, ws, ep, flags := storeFixture(t)
 			for i, prompt := range []string{"the word is heliotrope", "what was the word?"} {
 				c := newGoSDKCarrier(ctx, t, carrier, ws, serverStderr(t), flags...)
 				cs := c.connect(ctx, t, mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-store", Version: "v1"}, nil), modernVersion)
@@ -51,12 +45,7 @@ func TestGoSDKConversationSurvivesRestart(t *testing.T) {
 // still holds the four turns.
 func TestGoSDKTwoStdioProcessesShareARoot(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	defer cancel()
-	ws := newWorkspace(t)
-	state := t.TempDir()
-	ep := newChatEndpoint(t)
-	flags := []string{"--model", "scripted", "--model-url", ep.url, "--state-dir", state}
+	ctx, ws, ep, flags := storeFixture(t)
 	client := func() *mcp.Client {
 		return mcp.NewClient(&mcp.Implementation{Name: "agentmcp-interop-store", Version: "v1"}, nil)
 	}
@@ -110,6 +99,16 @@ func TestGoSDKTwoStdioProcessesShareARoot(t *testing.T) {
 	if got, wantNow := conversationOf(reqs[len(reqs)-1]), strings.Join(append(want, "user:after the kill"), "|"); got != wantNow {
 		t.Errorf("after kill -9 the conversation is %q, want %q", got, wantNow)
 	}
+}
+
+// storeFixture is a store test's context (ended with the test, within
+// testTimeout), workspace, chat endpoint, and the serve flags that turn
+// the agent on with a --state-dir of the test's own.
+func storeFixture(t *testing.T) (context.Context, workspace, *chatEndpoint, []string) {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	ep := newChatEndpoint(t)
+	return ctx, newWorkspace(t), ep, []string{"--model", "scripted", "--model-url", ep.url, "--state-dir", t.TempDir()}
 }
 
 // submit calls agent_submit and returns its text.
