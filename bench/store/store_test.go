@@ -1,4 +1,8 @@
-package bench
+// Package store benchmarks the agent's conversation stores (docs/SPEC.md §9):
+// the SQLite file beside the in-memory store. It is a package of its own
+// so that the bench table's in-process rows ("go test -bench ." in bench/)
+// do not run it: cd bench && go test -run '^$' -bench Store ./store/
+package store
 
 import (
 	"fmt"
