@@ -5,14 +5,17 @@
 // scenario, and a call marked "cancel" is aborted (the SDK sends
 // notifications/cancelled) when a line arrives on this script's stdin — the
 // Go test writes it once the scripted model endpoint has started answering.
-// It checks nothing itself: the Go test (ts_agent_test.go) judges the
+// A call marked "echoProgress" also prints each progress notification's
+// message on stdout as {"progress": "<message>"}, as it arrives
+// (ts_store_test.go waits for the streamed text there). It checks nothing
+// itself: the Go tests (ts_agent_test.go, ts_store_test.go) judge the
 // report.
 //
 // Usage: node agent.mjs <scenario.json> <report.json>
 //
 // The scenario:
 //   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
-//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false}, ...]}
+//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false}, ...]}
 //
 // The report:
 //   {"calls": [{"result": <CallToolResult> | null, "error": "<call error>" | null,
@@ -63,7 +66,12 @@ async function main() {
       const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
         timeout: TIMEOUT_MS,
         signal: abort.signal,
-        onprogress: (p) => callReport.progress.push(p),
+        onprogress: (p) => {
+          callReport.progress.push(p);
+          // The Go test reads these lines as they come (a stream it holds
+          // until the client has seen its text).
+          if (call.echoProgress) console.log(JSON.stringify({ progress: p.message }));
+        },
       });
       if (call.cancel) {
         await lines.next(); // the Go test says when
