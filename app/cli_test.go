@@ -43,14 +43,14 @@ func TestHelp(t *testing.T) {
 		{"serve", [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}}, []string{
 			"Usage:\n  agentmcp serve <carrier> [flags]\n",
 			"Carriers:\n  stdio    Serve",
-			"\nFlags every carrier takes:\n  --ask-client ",
+			"\nFlags every carrier takes:\n  --allow-commands ",
 			"\n  --root DIR                  serve the files under DIR (default \".\")\n",
 			"\n  agentmcp serve http --root ~/project",
 			"Run 'agentmcp help serve <carrier>' or 'agentmcp serve <carrier> --help' for a carrier's flags.\n",
 		}},
 		{"serve stdio", [][]string{{"serve", "stdio", "--help"}, {"serve", "stdio", "-h"}, {"help", "serve", "stdio"}, {"serve", "stdio", "--root", "x", "-help"}}, []string{
 			"Usage:\n  agentmcp serve stdio [flags]\n\nServe the reference session over stdio",
-			"\nFlags:\n  --ask-client ",
+			"\nFlags:\n  --allow-commands ",
 			"\n  --root DIR ",
 			"\n  --submit-name NAME ",
 			"\n  --submit-description TEXT ",
@@ -188,6 +188,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "http", "--port", "abc"}, `agentmcp serve http: invalid value "abc" for flag --port: parse error`, "agentmcp serve http [flags]"},
 		{[]string{"serve", "http", "--port", "65536"}, `agentmcp serve http: --port must be within 0..65535`, "agentmcp serve http [flags]"},
 		{[]string{"serve", "remote"}, `agentmcp serve remote: --public-url is required`, "agentmcp serve remote --public-url URL --issuer URL --scope S..."},
+		// Small usage errors a newcomer meets, each named, exit 2, nothing logged first.
+		{[]string{"serve", "stdio", "--submit-name", "my tool"}, `agentmcp serve stdio: --submit-name "my tool": the name must match ^[A-Za-z0-9._-]{1,128}$`, "agentmcp serve stdio [flags]"},
+		{[]string{"serve", "stdio", "--model", ""}, `agentmcp serve stdio: --model needs a model NAME (leave --model out to serve without the agent)`, "agentmcp serve stdio [flags]"},
+		{[]string{"serve", "http", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file PATH: the file that keeps the token`, "agentmcp serve http [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
 		{[]string{"version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"--version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre"`, "agentmcp help [COMMAND...]"},

@@ -142,36 +142,10 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 	audit := &recordingAudit{}
 	access := remoteAccess(iss.URL())
 	access.HTTPClient = iss.Client()
-	host, err := app.NewRemote(newEngine(t), remoteOptions(audit), access)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := host.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = host.Stop(ctx)
-	})
+	addr := startRemote(t, newEngine(t), audit, access)
 	post := func(token string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr.String()+"/team/agent/mcp",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Host = "mcp.example.test"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postMCP(t, addr, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil)
 	}
 	invalid := `Bearer error="invalid_token", resource_metadata="` + remoteMetadata + `"`
 	tests := []struct {
@@ -211,6 +185,49 @@ func TestRemoteWithRealVerifier(t *testing.T) {
 	if strings.Join(toStrings(got), " ") != strings.Join(toStrings(wantRefusals), " ") {
 		t.Errorf("audit %v, want %v", got, wantRefusals)
 	}
+}
+
+// startRemote builds the remote host over eng (NewRemote with access),
+// starts it, stops it when the test ends, and returns its address.
+func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access app.RemoteAccess) string {
+	t.Helper()
+	host, err := app.NewRemote(eng, remoteOptions(audit), access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = host.Stop(ctx)
+	})
+	return host.Addr().String()
+}
+
+// postMCP posts body to the remote host at addr as its public host would
+// forward it, with token as the bearer credential ("" sends none) and
+// header's extra fields; it returns the response and its body.
+func postMCP(t *testing.T, addr, token, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr+"/team/agent/mcp", strings.NewReader(body))
+	req.Host = "mcp.example.test"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
 }
 
 func toStrings(rs []ports.RefusalReason) []string {

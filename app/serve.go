@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -29,6 +31,13 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	store                             *storeFlags // its conversations
+	maxTurns                          *int
+	noModelProbe                      *bool
+
+	carrier string // the serve command's name ("stdio", "http", ...), set by check
+
+	// run_command (docs/SPEC.md §9 "Commands").
+	allowCommands, noSandbox *bool
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -47,6 +56,63 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 		store:            addStoreFlags(fs),
+		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
+			"more are refused as busy (needs --model)"),
+		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
+			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
+		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
+			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
+		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
+	}
+}
+
+// check finishes the common flags once they are parsed, for the serve
+// command inv runs: a usage error (exit 2, returned with false) for a
+// submission tool name that breaks docs/SPEC.md §2's rule or an empty
+// --model; --root made absolute, so logs and the workspace name the
+// directory actually served.
+func (f *serveFlags) check(inv *invocation) (int, bool) {
+	f.carrier = inv.cmd.name
+	if _, err := f.submitTool().Resolve(); err != nil {
+		return inv.usageError("--submit-name %q: the name must match ^[A-Za-z0-9._-]{1,128}$", *f.submitName), false
+	}
+	modelSet := false
+	inv.fs.Visit(func(fl *flag.Flag) { modelSet = modelSet || fl.Name == "model" })
+	if modelSet && strings.TrimSpace(*f.model) == "" {
+		return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
+	}
+	if abs, err := filepath.Abs(*f.root); err == nil {
+		*f.root = abs
+	}
+	return 0, true
+}
+
+// approvalCarriers are the serve commands whose clients are asked over
+// HTTP, where only 2026-07-28 clients can be (docs/SPEC.md §6).
+var approvalCarriers = map[string]string{
+	"stdio":  "stream",
+	"unix":   "stream",
+	"http":   "http",
+	"remote": "http",
+}
+
+// logApprovals logs, at start, who can approve the session's writes on
+// this carrier (docs/SPEC.md §6): nobody without --ask-client; on HTTP only
+// 2026-07-28 clients — a 2025-era HTTP client (the TypeScript SDK v1, v2 in
+// its legacy mode, LangChain, mcp-use, Claude Code's HTTP client) cannot
+// be asked, so its writes, and its agent's, are refused.
+func (f *serveFlags) logApprovals(logger *slog.Logger) {
+	switch {
+	case !*f.askClient:
+		logger.Info("approvals off: write_file is refused, for clients and the agent alike; " +
+			"start with --ask-client to let the calling client approve writes")
+	case approvalCarriers[f.carrier] == "http":
+		logger.Warn("approvals: only 2026-07-28 clients can approve writes on this carrier (input-required rounds); " +
+			"a 2025-era HTTP client (TypeScript SDK v1, LangChain, mcp-use, Claude Code over HTTP) cannot be asked, " +
+			"so its writes are refused: serve it over stdio or a Unix socket to approve writes")
+	default:
+		logger.Info("approvals: the calling client approves writes when it declared form elicitation (2025-06-18 or later) " +
+			"or speaks 2026-07-28; other clients' writes are refused")
 	}
 }
 
@@ -64,8 +130,13 @@ func (f *serveFlags) instructions() string {
 	if *f.model == "" {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
+	changers := "write_file and edit_file change a file and need"
+	if *f.allowCommands {
+		changers = "write_file and edit_file change a file and run_command runs a shell command in the workspace; each needs"
+	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
-		"You can also call the workspace tools directly: list_dir, read_file and search_text only read; write_file replaces a file and needs the user's approval, which the server asks for when it can (otherwise the write is refused). " +
+		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers +
+		" the user's approval, which the server asks for when it can (otherwise the call is refused). " +
 		"Paths are relative to the workspace root."
 }
 
@@ -113,11 +184,12 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 		logger.Error("cannot build the engine", "err", err)
 		return nil, false
 	}
+	f.logApprovals(logger)
 	return &served{session: s, eng: eng, logger: logger}, true
 }
 
-// close shuts the engine down (after the carrier has stopped: what is left
-// are calls parked in input-required rounds) and closes the session.
+// close shuts the engine down (a no-op after [served.run], which did; else
+// after a failed start, when no carrier is left) and closes the session.
 func (s *served) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
@@ -132,8 +204,12 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.store.stateDir != "" || *f.store.ephemeral) {
-		logger.Error("--model-url, --system-prompt-file, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
+	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns || *f.store.stateDir != "" || *f.store.ephemeral) {
+		logger.Error("--model-url, --system-prompt-file, --max-turns, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
+		return nil, false
+	}
+	if *f.maxTurns < 1 {
+		logger.Error("--max-turns must be at least 1")
 		return nil, false
 	}
 	var systemPrompt string
@@ -145,7 +221,11 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		}
 		systemPrompt = b
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
+	cmds, ok := f.commands(logger)
+	if !ok {
+		return nil, false
+	}
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
@@ -181,7 +261,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		logger.Error("cannot open the conversation store: " + err.Error())
 		return nil, false
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, Logger: logger,
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns, Logger: logger,
 		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
 	if err != nil {
 		ws.Close()
@@ -198,9 +278,44 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	}
 	d := model.Describe()
 	logger.Info("agent on: "+*f.submitName+" runs turns of the model", "model", d.Model, "endpoint", d.Endpoint,
-		"apiKey", keyNote, "systemPrompt", promptNote)
+		"apiKey", keyNote, "systemPrompt", promptNote, "maxTurns", *f.maxTurns)
+	if key == "" && isHosted(d.Endpoint) {
+		logger.Warn("no OPENAI_API_KEY: the hosted endpoint will refuse every turn; set OPENAI_API_KEY, "+
+			"or point --model-url at a local server (Ollama http://127.0.0.1:11434/v1)", "endpoint", d.Endpoint)
+	}
+	if !*f.noModelProbe {
+		probeModel(context.Background(), http.DefaultTransport, d.Endpoint, key, logger)
+	}
 	return &servedSession{Session: a, ws: ws, store: store}, true
 }
+
+// commands configures run_command from --allow-commands and --no-sandbox:
+// nil without --allow-commands; sandboxed with Landlock unless
+// --no-sandbox. Where the kernel offers no Landlock, --allow-commands
+// alone fails start-up with one line that says so and names --no-sandbox.
+func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
+	switch {
+	case !*f.allowCommands && *f.noSandbox:
+		logger.Error("--no-sandbox configures run_command, which --allow-commands turns on: add --allow-commands")
+		return nil, false
+	case !*f.allowCommands:
+		return nil, true
+	case *f.noSandbox:
+		logger.Warn("run_command is on WITHOUT a sandbox (--no-sandbox): an approved command can do whatever this user can")
+		return &workspace.Commands{}, true
+	}
+	abi, err := landlockAvailable()
+	if err != nil {
+		logger.Error("--allow-commands sandboxes commands with Landlock, and " + err.Error() + ": add --no-sandbox to run them without a sandbox")
+		return nil, false
+	}
+	logger.Info("run_command is on, sandboxed with Landlock", "abi", abi)
+	return &workspace.Commands{Sandbox: landlock.Wrap}, true
+}
+
+// landlockAvailable is landlock.Available; tests replace it to play a
+// kernel without Landlock.
+var landlockAvailable = landlock.Available
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
 // most 64 KiB.
@@ -230,18 +345,14 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
-// running is a started carrier, as the CLI drives it.
-type running interface {
-	Wait() error
-	Stop(ctx context.Context) error
-}
-
-// stopGrace bounds the CLI's Stop: every carrier's own Stop returns within
-// 5 s (docs/SPEC.md §3); the margin only guards against one that would not.
-const stopGrace = 6 * time.Second
+// stopGrace bounds the CLI's own stops (a carrier whose start-up it
+// abandons, the engine's Shutdown at exit): every carrier's Stop returns
+// within 5 s (docs/SPEC.md §3); the margin only guards against one that
+// would not.
+const stopGrace = engine.StopTimeout + time.Second
 
 // stop stops c, logging a Stop that did not finish cleanly.
-func stop(c running, logger *slog.Logger) {
+func stop(c engine.Carrier, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	if err := c.Stop(ctx); err != nil {
@@ -249,21 +360,14 @@ func stop(c running, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone waits until c ends on its own (exit 0, or 1 with the
-// failure logged) or ctx ends — SIGINT or SIGTERM — and then stops it (exit
-// 0: calls in flight are answered "server is shutting down").
-func serveUntilDone(ctx context.Context, c running, logger *slog.Logger) int {
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("carrier failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		stop(c, logger)
-		return 0
+// run serves on the started carrier c until it ends on its own (exit 0, or
+// 1 with the failure logged) or ctx ends — SIGINT or SIGTERM — then stops
+// it and shuts the engine down ([engine.Engine.Run]; exit 0: calls in
+// flight are answered "server is shutting down").
+func (s *served) run(ctx context.Context, c engine.Carrier) int {
+	if err := s.eng.Run(ctx, c); err != nil {
+		s.logger.Error("carrier failed", "err", err)
+		return 1
 	}
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,8 @@ func TestServeModelFlagErrors(t *testing.T) {
 		{"--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"},
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", empty},
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", filepath.Join(t.TempDir(), "missing")},
+		{"--max-turns", "2"},
+		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--max-turns", "0"},
 	} {
 		var stderr syncbuf.Buffer
 		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, args...), strings.NewReader(""), io.Discard, &stderr)
@@ -172,5 +175,48 @@ func TestServeModelFlagErrors(t *testing.T) {
 		if strings.Contains(stderr.String(), "secret") {
 			t.Errorf("%q: the log repeats the URL's credentials: %s", args, stderr.String())
 		}
+	}
+}
+
+// TestServeModelEndpointChecks: at start the model endpoint is probed once
+// (a GET of /models): an endpoint that answers is logged as such, one that
+// is down is a warning naming the cause — at start, not at the first
+// agent_submit — and --no-model-probe skips the probe. The hosted default
+// without OPENAI_API_KEY is a warning. Start-up goes on in every case.
+func TestServeModelEndpointChecks(t *testing.T) {
+	up := chatscript.Script(t)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	for _, c := range []struct {
+		name      string
+		args      []string
+		want, not []string
+	}{
+		{"up", []string{"--model-url", up.URL}, []string{`msg="the model endpoint answers" endpoint=` + up.URL}, []string{"does not answer"}},
+		{"down", []string{"--model-url", down}, []string{"level=WARN", "the model endpoint does not answer", "connection refused"}, []string{"answers\""}},
+		{"skipped", []string{"--model-url", down, "--no-model-probe"}, nil, []string{"the model endpoint"}},
+		{"hosted, no key", []string{"--no-model-probe"}, []string{"level=WARN", "no OPENAI_API_KEY", "endpoint=https://api.openai.com/v1"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := serveStdio(t, append([]string{"--root", t.TempDir(), "--model", "m"}, c.args...)...)
+			r.roundTrip(t, initLine) // started
+			log := r.stderr.String()
+			for _, w := range c.want {
+				if !strings.Contains(log, w) {
+					t.Errorf("the log lacks %q:\n%s", w, log)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(log, n) {
+					t.Errorf("the log holds %q:\n%s", n, log)
+				}
+			}
+		})
 	}
 }

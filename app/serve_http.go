@@ -5,27 +5,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
 // workspace session over the loopback Streamable HTTP host (docs/SPEC.md
 // §5.2).
 //
-// Order of events: the token file is created (exclusively, mode 0600) before
-// anything is bound, so an existing file fails start-up without side
-// effects; the host validates the catalog and listens; the token is written
-// to the file; then the URL is printed on stdout, alone on its line — a
-// script that waits for that line can read the token file at once. The
-// token itself is never printed or logged. Without --token-file the file is
-// a new one in $XDG_RUNTIME_DIR (when set and absolute) or os.TempDir(), and
-// its path is printed on stderr. At exit the file is removed if it is still
-// the file this process created (not if it was replaced meanwhile).
+// Order of events: the token file is opened (tokenfile.go: created
+// exclusively with mode 0600, a stale one reused, a persistent one read)
+// before anything is bound, so a file that cannot be used fails start-up
+// without side effects; the host validates the catalog and listens; a new
+// token is written to the file; then the URL is printed on stdout, alone on
+// its line — a script that waits for that line can read the token file at
+// once. The token itself is never printed or logged. Without --token-file
+// the file is a new one in $XDG_RUNTIME_DIR (when set and absolute) or
+// os.TempDir(), and its path is logged. At exit a per-run file is removed
+// if it is still the file this process used (not if it was replaced
+// meanwhile); a persistent one stays.
 //
 // SIGINT or SIGTERM (ctx) stop the host: calls in flight are cancelled and
 // answered "server is shutting down"; exit code 0. A failure exits 1, a usage
@@ -36,24 +35,47 @@ var serveHTTPCommand = &command{
 	synopsis: "[flags]",
 	about: `Once the host listens and the token file is written, the endpoint URL is
 printed on stdout, alone on its line. The token is never printed or logged:
-read it from the token file, which is removed at exit. Every request needs
-"Authorization: Bearer <token>". SIGINT or SIGTERM end it with status 0.`,
+read it from the token file. Every request needs
+"Authorization: Bearer <token>". SIGINT or SIGTERM end it with status 0.
+
+By default the token is new at every start and its file is removed at exit;
+a token file left by a host that no longer runs (killed, or a reboot) is
+reused. With --persistent-token the token in --token-file is kept across
+restarts (created on the first start, mode 0600), so a client configuration
+holding it keeps working; --rotate-token replaces it.`,
 	example: "agentmcp serve http --root ~/project --port 8931 --token-file ~/.agentmcp-token",
 	setup: func(fs *flag.FlagSet) runFunc {
 		common := addServeFlags(fs)
 		port := fs.Int("port", 0, "TCP port `N` on 127.0.0.1; 0 picks a free one")
-		tokenPath := fs.String("token-file", "", "`PATH` of the file to create (exclusively, mode 0600) for the bearer token; "+
+		tokenPath := fs.String("token-file", "", "`PATH` of the bearer token's file (mode 0600; a stale one left by a host that no longer runs is reused); "+
 			"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
+		persistent := fs.Bool("persistent-token", false, "keep the token in --token-file across restarts: created on the first start, "+
+			"reused after, never removed (refused when others can read the file)")
+		rotate := fs.Bool("rotate-token", false, "write a new token into the --persistent-token file (clients holding the old one must be updated)")
 		return func(ctx context.Context, inv *invocation) int {
-			if *port < 0 || *port > 65535 {
+			switch {
+			case *port < 0 || *port > 65535:
 				return inv.usageError("--port must be within 0..65535")
+			case *persistent && *tokenPath == "":
+				return inv.usageError("--persistent-token needs --token-file PATH: the file that keeps the token")
+			case *rotate && !*persistent:
+				return inv.usageError("--rotate-token rotates a persistent token: add --persistent-token and --token-file PATH")
 			}
-			return serveHTTP(ctx, inv, common, *port, *tokenPath)
+			if code, ok := common.check(inv); !ok {
+				return code
+			}
+			return serveHTTP(ctx, inv, common, *port, tokenOptions{path: *tokenPath, persistent: *persistent, rotate: *rotate})
 		}
 	},
 }
 
-func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, tokenPath string) int {
+// tokenOptions are serve http's token flags.
+type tokenOptions struct {
+	path               string
+	persistent, rotate bool
+}
+
+func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, to tokenOptions) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	logger := newLogger(stderr)
 	srv, ok := common.open(logger)
@@ -61,93 +83,53 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 	defer srv.close()
-	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port})
+
+	var tf *tokenFile
+	var err error
+	if to.persistent {
+		tf, err = openPersistentTokenFile(to.path, to.rotate)
+	} else {
+		tf, err = openRunTokenFile(to.path)
+	}
+	if err != nil {
+		logger.Error("cannot use the token file", "err", err)
+		return 1
+	}
+	defer tf.close(logger)
+	switch {
+	case tf.replaced:
+		logger.Info("reusing a stale token file: no running agentmcp holds it (its host ended without removing it)", "path", tf.path)
+	case to.path == "":
+		logger.Info("bearer token file", "path", tf.path)
+	}
+
+	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port, Token: tf.token})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)
 		return 1
 	}
 
-	tf, err := createTokenFile(tokenPath)
-	if err != nil {
-		logger.Error("cannot create the token file", "err", err)
-		return 1
-	}
-	defer tf.remove(logger)
-	if tokenPath == "" {
-		fmt.Fprintf(stderr, "agentmcp: bearer token file: %s\n", tf.path)
-	}
-
-	ep, err := host.Start(ctx)
-	if err != nil {
-		if errors.Is(err, httploopback.ErrStopped) || ctx.Err() != nil {
+	if err := host.Start(ctx); err != nil {
+		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	if err := tf.write(ep.Token); err != nil {
-		logger.Error("cannot write the token file", "err", err)
-		stop(host, logger)
-		return 1
+	ep := host.Endpoint()
+	if tf.token != ep.Token {
+		if err := tf.write(ep.Token); err != nil {
+			logger.Error("cannot write the token file", "err", err)
+			stop(host, logger)
+			return 1
+		}
 	}
 	fmt.Fprintln(stdout, ep.URL)
-	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root)
+	tokenNote := "new at this start, removed at exit"
+	if to.persistent {
+		tokenNote = "persistent"
+	}
+	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root, "tokenFile", tf.path, "token", tokenNote)
 
-	return serveUntilDone(ctx, host, logger)
-}
-
-// tokenFile is the file this process created for the token. It stays open
-// until remove: while it is open its inode cannot be reused, so a file put
-// in its place is never mistaken for it.
-type tokenFile struct {
-	path string
-	f    *os.File
-}
-
-// createTokenFile creates path exclusively with mode 0600, or, when path is
-// "", a new file in the user's runtime directory or os.TempDir().
-func createTokenFile(path string) (*tokenFile, error) {
-	var f *os.File
-	var err error
-	if path == "" {
-		dir := os.Getenv("XDG_RUNTIME_DIR")
-		if dir == "" || !filepath.IsAbs(dir) {
-			dir = os.TempDir()
-		}
-		f, err = os.CreateTemp(dir, "agentmcp-token-*") // O_EXCL, mode 0600
-	} else {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &tokenFile{path: f.Name(), f: f}, nil
-}
-
-func (t *tokenFile) write(token string) error {
-	if _, err := io.WriteString(t.f, token); err != nil {
-		return err
-	}
-	return t.f.Sync()
-}
-
-// remove deletes the file if path still names the file created (the same
-// file, compared by os.SameFile); a file put in its place meanwhile is left
-// alone.
-func (t *tokenFile) remove(logger *slog.Logger) {
-	defer t.f.Close()
-	mine, err := t.f.Stat()
-	if err != nil {
-		logger.Warn("cannot check the token file; not removing it", "path", t.path, "err", err)
-		return
-	}
-	now, err := os.Lstat(t.path)
-	if err != nil || !os.SameFile(now, mine) {
-		logger.Info("token file replaced or gone; not removing it", "path", t.path)
-		return
-	}
-	t.f.Close() // before removing: some systems cannot remove an open file
-	if err := os.Remove(t.path); err != nil {
-		logger.Warn("cannot remove the token file", "path", t.path, "err", err)
-	}
+	return srv.run(ctx, host)
 }

@@ -120,6 +120,30 @@ func TestServeHTTP(t *testing.T) {
 	if status != 400 { // modern without its headers: -32020
 		t.Errorf("modern without headers: %d %s", status, b)
 	}
+	// The README's 2026-07-28 curl example: the three headers mirror the body.
+	for _, c := range []struct{ method, name, body string }{
+		{"server/discover", "", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{"tools/call", "read_file", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+	} {
+		req, _ := http.NewRequest("POST", r.url, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"resultType":"complete"`) {
+			t.Errorf("modern %s: %d %s", c.method, resp.StatusCode, b)
+		}
+	}
 
 	if code := r.stop(t); code != 0 {
 		t.Errorf("exit code %d; stderr:\n%s", code, r.stderr)
@@ -144,7 +168,7 @@ func TestServeHTTPDefaultTokenFile(t *testing.T) {
 	if r.url == "" {
 		t.Fatalf("no URL; stderr:\n%s", r.stderr)
 	}
-	m := regexp.MustCompile(`bearer token file: (\S+)`).FindStringSubmatch(r.stderr.String())
+	m := regexp.MustCompile(`msg="bearer token file" path=(\S+)`).FindStringSubmatch(r.stderr.String())
 	if m == nil || filepath.Dir(m[1]) != dir {
 		t.Fatalf("stderr does not name a token file in %s:\n%s", dir, r.stderr)
 	}
@@ -214,11 +238,170 @@ func TestServeHTTPUsage(t *testing.T) {
 		{"--port", "-1"},
 		{"extra"},
 		{"--nope"},
+		{"--persistent-token"},
+		{"--token-file", "t", "--rotate-token"},
+		{"--submit-name", "bad name"},
+		{"--model", ""},
 	} {
 		var stderr syncbuf.Buffer
 		code := app.Main(context.Background(), append([]string{"serve", "http"}, args...), strings.NewReader(""), io.Discard, &stderr)
 		if code != 2 {
 			t.Errorf("%v: exit code %d, want 2", args, code)
 		}
+	}
+}
+
+// TestServeHTTPStaleTokenFile: a token file left by a host that no longer
+// runs (kill -9, an OOM kill, a reboot without tmpfs: the file holds a
+// token and no process holds its lock) is reused, not a start-up failure;
+// the log says so.
+func TestServeHTTPStaleTokenFile(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	stale := strings.Repeat("ab", 32)
+	if err := os.WriteFile(tokenPath, []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath)
+	if r.url == "" {
+		t.Fatalf("not served; stderr:\n%s", r.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil || string(tok) == stale || len(tok) != 64 {
+		t.Fatalf("token file holds %q (%v), want a new token", tok, err)
+	}
+	if status, _ := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("ping with the new token: %d", status)
+	}
+	if !strings.Contains(r.stderr.String(), "reusing a stale token file") {
+		t.Errorf("the log does not say the stale file was reused:\n%s", r.stderr)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if _, err := os.Stat(tokenPath); !os.IsNotExist(err) {
+		t.Errorf("token file left behind: %v", err)
+	}
+}
+
+// TestServeHTTPTokenFileInUse: a token file a running host holds is not
+// taken over: the second start fails (1) saying why, and the first host's
+// token still works.
+func TestServeHTTPTokenFileInUse(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	first := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath)
+	if first.url == "" {
+		t.Fatalf("not served; stderr:\n%s", first.stderr)
+	}
+	tok, _ := os.ReadFile(tokenPath)
+	second := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath)
+	if second.url != "" {
+		t.Fatalf("the second host served at %s", second.url)
+	}
+	if code := second.stop(t); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(second.stderr.String(), "a running agentmcp serves with this token file") {
+		t.Errorf("the refusal does not say the file is in use:\n%s", second.stderr)
+	}
+	if now, _ := os.ReadFile(tokenPath); string(now) != string(tok) {
+		t.Errorf("the running host's token file changed")
+	}
+	if status, _ := call(t, first.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("ping on the first host: %d", status)
+	}
+}
+
+// TestServeHTTPPersistentToken: --persistent-token creates the file (0600)
+// on the first start, keeps it at exit and reuses its token at the next
+// start, so a client's configuration keeps working; --rotate-token writes a
+// new one; a file others can read is refused.
+func TestServeHTTPPersistentToken(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	args := []string{"--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token"}
+
+	r := serveHTTP(t, args...)
+	if r.url == "" {
+		t.Fatalf("not served; stderr:\n%s", r.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil || !regexp.MustCompile(`^[0-9a-f]{64}$`).Match(tok) {
+		t.Fatalf("token file holds %q (%v)", tok, err)
+	}
+	if fi, _ := os.Stat(tokenPath); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+
+	r = serveHTTP(t, args...)
+	if r.url == "" {
+		t.Fatalf("restart not served; stderr:\n%s", r.stderr)
+	}
+	if status, _ := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("the kept token after a restart: %d", status)
+	}
+	if strings.Contains(r.stderr.String(), string(tok)) {
+		t.Error("the token is logged")
+	}
+	r.stop(t)
+
+	r = serveHTTP(t, append(args, "--rotate-token")...)
+	if r.url == "" {
+		t.Fatalf("rotation not served; stderr:\n%s", r.stderr)
+	}
+	rotated, _ := os.ReadFile(tokenPath)
+	if string(rotated) == string(tok) || len(rotated) != 64 {
+		t.Errorf("--rotate-token left %q", rotated)
+	}
+	if status, _ := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 401 {
+		t.Errorf("the old token after rotation: %d, want 401", status)
+	}
+	if status, _ := call(t, r.url, string(rotated), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("the rotated token: %d", status)
+	}
+	r.stop(t)
+
+	if err := os.Chmod(tokenPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = serveHTTP(t, args...)
+	if r.url != "" {
+		t.Fatalf("served with a token file others can read")
+	}
+	if code := r.stop(t); code != 1 || !strings.Contains(r.stderr.String(), "chmod 600") {
+		t.Errorf("exit %d, want 1 with a chmod hint; stderr:\n%s", code, r.stderr)
+	}
+}
+
+// TestServeHTTPStartLog: the start-up log is structured throughout (the
+// token file's path included), names the root as an absolute path, and
+// says who can approve writes on this carrier.
+func TestServeHTTPStartLog(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Chdir(dir)
+	if err := os.Mkdir("ws", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := serveHTTP(t, "--root", "ws", "--ask-client")
+	if r.url == "" {
+		t.Fatalf("not served; stderr:\n%s", r.stderr)
+	}
+	r.stop(t)
+	log := r.stderr.String()
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			t.Errorf("a log line that is not a structured record: %q", line)
+		}
+	}
+	if !strings.Contains(log, `msg="bearer token file" path=`) {
+		t.Errorf("the token file's path is not logged:\n%s", log)
+	}
+	if abs := filepath.Join(dir, "ws"); !strings.Contains(log, "root="+abs) {
+		t.Errorf("the root is not logged as %s:\n%s", abs, log)
+	}
+	if !strings.Contains(log, "only 2026-07-28 clients can approve writes on this carrier") {
+		t.Errorf("the log does not say which clients can approve:\n%s", log)
 	}
 }

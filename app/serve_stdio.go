@@ -6,6 +6,7 @@ import (
 	"flag"
 
 	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveStdioCommand is "agentmcp serve stdio [flags]": the reference
@@ -22,6 +23,9 @@ SIGTERM ends it with status 0; a closed stdout ends it with status 1.`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		common := addServeFlags(fs)
 		return func(ctx context.Context, inv *invocation) int {
+			if code, ok := common.check(inv); !ok {
+				return code
+			}
 			return serveStdio(ctx, inv, common)
 		}
 	},
@@ -40,12 +44,12 @@ func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 		return 1
 	}
 	if err := t.Start(ctx); err != nil {
-		if errors.Is(err, stdio.ErrInputClosed) {
+		if errors.Is(err, engine.ErrInputClosed) {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
 	logger.Info("serving MCP on stdio", "root", *common.root)
-	return serveUntilDone(ctx, t, logger)
+	return srv.run(ctx, t)
 }

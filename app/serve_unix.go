@@ -32,6 +32,12 @@ status 0.`,
 			if *path == "" {
 				return inv.usageError("--socket is required")
 			}
+			if limit := maxSocketPath; limit > 0 && len(*path) > limit {
+				return inv.usageError("--socket is %d bytes long; a socket path holds at most %d bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR", len(*path), limit)
+			}
+			if code, ok := common.check(inv); !ok {
+				return code
+			}
 			return serveUnix(ctx, inv, common, *path)
 		}
 	},
@@ -58,5 +64,5 @@ func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path st
 	}
 	fmt.Fprintln(inv.stdout, path)
 	logger.Info("serving MCP on a Unix socket", "socket", path, "root", *common.root)
-	return serveUntilDone(ctx, s, logger)
+	return srv.run(ctx, s)
 }

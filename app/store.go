@@ -20,6 +20,11 @@ const (
 	defaultMaxConversations = 1000
 	defaultMaxStoreBytes    = 256 << 20
 	defaultMaxAge           = 90 * 24 * time.Hour
+
+	// minHistoryBytes is the smallest --history-bytes: room for a turn
+	// bounded to it (the agent's boundTurn) to keep its prompt, its
+	// response and the notes that say what was cut.
+	minHistoryBytes = 1 << 10
 )
 
 // storeFlags are the flags of the agent's conversation store: every serve
@@ -39,8 +44,8 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 		stateDir: addStateDirFlag(fs),
 		ephemeral: fs.Bool("ephemeral", false, "keep the agent's conversations in memory only: nothing is read from or written to "+
 			"--state-dir, and they end with the process"),
-		historyBytes: fs.Int("history-bytes", agent.DefaultHistoryBytes, "bound one conversation to `N` bytes: after each turn "+
-			"the oldest whole turns are dropped until the rest fit"),
+		historyBytes: fs.Int("history-bytes", agent.DefaultHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
+			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
 		maxConversations: fs.Int("max-conversations", defaultMaxConversations, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
 		maxStoreBytes: fs.Int64("max-store-bytes", defaultMaxStoreBytes, "keep at most `N` bytes of conversations in the store; "+
@@ -91,8 +96,8 @@ type openedStore struct {
 // what to do.
 func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
 	switch {
-	case *f.historyBytes <= 0:
-		return nil, errors.New("--history-bytes must be positive")
+	case *f.historyBytes < minHistoryBytes:
+		return nil, fmt.Errorf("--history-bytes must be at least %d: a turn cut to fit keeps its prompt, its response and notes saying what was cut", minHistoryBytes)
 	case *f.maxConversations <= 0:
 		return nil, errors.New("--max-conversations must be positive")
 	case *f.maxStoreBytes <= 0:

@@ -14,20 +14,6 @@ import (
 	"github.com/agentmcp/agentmcp/internal/waitfor"
 )
 
-// TestMain keeps the conversation stores of every test that serves the
-// agent without --state-dir out of the home directory.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agentmcp-app-state-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("XDG_STATE_HOME", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
 func submitLineN(id int, prompt string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":%q}}}`, id, prompt)
 }
@@ -77,8 +63,8 @@ func TestConversationsCommand(t *testing.T) {
 }
 
 // TestServeStoreFaults: a store that cannot be used fails start-up (exit
-// 1) with one log line that names the file and what to do; --ephemeral
-// serves without touching --state-dir's default.
+// 1) with one log line that names the file and what to do; so do flags
+// that conflict or are out of range.
 func TestServeStoreFaults(t *testing.T) {
 	state := t.TempDir()
 	os.WriteFile(filepath.Join(state, "conversations.db"), []byte(strings.Repeat("garbage!", 1000)), 0o600)
@@ -98,6 +84,11 @@ func TestServeStoreFaults(t *testing.T) {
 	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--state-dir", state)
 	if code != 1 || !strings.Contains(errOut, "add --model NAME") {
 		t.Errorf("--state-dir without --model: exit %d, %s", code, errOut)
+	}
+	// A history budget too small for a bounded turn's notes.
+	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--ephemeral", "--history-bytes", "100")
+	if code != 1 || !strings.Contains(errOut, "--history-bytes must be at least 1024") {
+		t.Errorf("--history-bytes 100: exit %d, %s", code, errOut)
 	}
 }
 

@@ -51,10 +51,11 @@ func (c remoteCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Con
 	if err != nil {
 		return nil, err
 	}
-	addr, err := host.Start(context.Background())
+	err = host.Start(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	addr := host.Addr()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: "http://" + addr.String() + "/team/agent/mcp", Host: "mcp.example.test", Token: c.token,
 		Stop: func(ctx context.Context) error { return errors.Join(host.Stop(ctx), eng.Shutdown(ctx)) },

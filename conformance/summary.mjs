@@ -3,10 +3,11 @@
 //
 //   node summary.mjs <revision> <results dir> <baseline.yml> <requirements.yaml>
 //
-// Counts every check the leg ran, then those of the scored scenarios only
-// (the requirement set's `server` list, which alone decides the suite's exit
-// code), and how many failing checks the baseline expects. A WARNING counts
-// as a failure here, as it does in the suite's baseline comparison.
+// Counts the checks of the scored scenarios (the requirement set's `server`
+// list, which alone decides the suite's exit code): passed, failed as the
+// baseline expects, failed unexpectedly (exit 1 when any); then every check
+// the leg ran, on a detail line. A WARNING counts as a failure here, as it
+// does in the suite's baseline comparison.
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -61,9 +62,19 @@ for (const entry of readdirSync(dir).sort()) {
   }
 }
 
-const fmt = (t) => `${t.passed} passed, ${t.failed} failed, ${t.warnings} warnings`;
-console.log(`conformance ${revision}: ${all.scenarios} scenarios, checks ${fmt(all)}`);
+// One line a person can read at a glance: the scored checks that passed,
+// those that failed as the baseline expects (each named there, with its
+// reason), and those that failed unexpectedly — the only number that
+// should ever be above 0. The counts of unscored scenarios follow on a
+// line of their own, for the log.
+const unexpected = onlyScored.failed + onlyScored.warnings - onlyScored.expected;
 console.log(
-  `conformance ${revision}: scored (${onlyScored.scenarios} scenarios): checks ${fmt(onlyScored)}; ` +
-    `${onlyScored.expected} of ${onlyScored.failed + onlyScored.warnings} failures/warnings are in the baseline`,
+  `conformance ${revision}: ${onlyScored.passed} passed, ${onlyScored.expected} baselined ` +
+    `(each named in conformance/baseline.yml), ${unexpected} unexpected`,
 );
+const fmt = (t) => `${t.passed} passed, ${t.failed} failed, ${t.warnings} warnings`;
+console.log(
+  `conformance ${revision} (detail): ${onlyScored.scenarios} scored scenarios; all ${all.scenarios} scenarios, ` +
+    `unscored ones included (not compared with the baseline): checks ${fmt(all)}`,
+);
+if (unexpected > 0) process.exit(1);

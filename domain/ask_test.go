@@ -21,7 +21,11 @@ func TestExcerptEscapesAndCaps(t *testing.T) {
 		{"\u2066x\u2069", `"\u2066x\u2069"`},
 		{"\x1b[31m", `"\x1b[31m"`},
 		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
-		{strings.Repeat("é", 201), `"` + strings.Repeat("é", 200) + `"…`},
+		// A long text keeps its start and its end (a file name at the end
+		// of a sentence shows).
+		{strings.Repeat("é", 201), `"` + strings.Repeat("é", 100) + `"…"` + strings.Repeat("é", 100) + `"`},
+		{strings.Repeat("a", 150) + strings.Repeat("z", 150), `"` + strings.Repeat("a", 100) + `"…"` + strings.Repeat("z", 100) + `"`},
+		{strings.Repeat("x", 200), `"` + strings.Repeat("x", 200) + `"`},
 	}
 	for _, c := range cases {
 		if got := domain.Excerpt(c.in); got != c.want {
@@ -51,8 +55,84 @@ func TestPermissionForm(t *testing.T) {
 	if strings.Contains(f.Message, "hello") {
 		t.Error("file contents appear inline")
 	}
-	if string(f.RequestedSchema) != `{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}` {
+	// Titled choices (MCP 2025-11-25 TitledSingleSelectEnumSchema), so
+	// clients show "Allow once" / "Deny" rather than the values; a
+	// 2025-06-18 client gets that revision's enum with enumNames.
+	if string(f.RequestedSchema) != `{"type":"object","properties":{"decision":{"type":"string","title":"Decision","oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}` {
 		t.Errorf("schema = %s", f.RequestedSchema)
+	}
+	if string(f.RequestedSchema20250618) != `{"type":"object","properties":{"decision":{"type":"string","title":"Decision","enum":["allow_once","deny"],"enumNames":["Allow once","Deny"]}},"required":["decision"]}` {
+		t.Errorf("2025-06-18 schema = %s", f.RequestedSchema20250618)
+	}
+	for _, schema := range []json.RawMessage{f.RequestedSchema, f.RequestedSchema20250618} {
+		if !json.Valid(schema) {
+			t.Errorf("schema is not JSON: %s", schema)
+		}
+	}
+}
+
+// TestPermissionFormWithinSubmission: a prompt raised within a submission
+// says that the agent asks, within the submission the person started, so an
+// agent's write never reads like a client's own write_file call.
+func TestPermissionFormWithinSubmission(t *testing.T) {
+	f := domain.PermissionForm(domain.PermissionPrompt{
+		Tool: "write_file", Summary: "Create a file in the workspace", Within: "agent_submit",
+		Arguments: []domain.Argument{{Name: "path", Value: "notes/todo.md", Path: true}},
+	})
+	want := `The agent, in the "agent_submit" request you started, asks to run the tool "write_file" once. Allow it?` + "\n" +
+		`"Create a file in the workspace"` + "\n" + `"path": "notes/todo.md"`
+	if f.Message != want {
+		t.Errorf("message =\n%s\nwant\n%s", f.Message, want)
+	}
+	// A background agent's prompt, forwarded to the running submission,
+	// names that agent.
+	f = domain.PermissionForm(domain.PermissionPrompt{Tool: "echo", Summary: "index", Within: "agent_submit", Agent: "indexer"})
+	want = `The background agent "indexer", in the "agent_submit" request you started, asks to run the tool "echo" once. Allow it?` + "\n" + `"index"`
+	if f.Message != want {
+		t.Errorf("message =\n%s\nwant\n%s", f.Message, want)
+	}
+}
+
+// TestPermissionFormShowsTheFile: the dialog of a write to a deep path
+// shows the file name whole (docs/SPEC.md §6; issue 25 item 9: a dialog cut
+// to the path's first 200 characters hid the file the write lands in).
+func TestPermissionFormShowsTheFile(t *testing.T) {
+	deep := strings.Repeat("very-long-directory-name/", 12) + "the-file-approved.txt"
+	f := domain.PermissionForm(domain.PermissionPrompt{
+		Tool: "write_file",
+		Arguments: []domain.Argument{
+			{Name: "path", Value: deep, Path: true},
+			{Name: "content", Value: "x", Contents: true},
+		},
+	})
+	if !strings.Contains(f.Message, `directory-name/the-file-approved.txt"`) {
+		t.Errorf("the dialog hides the file it approves:\n%s", f.Message)
+	}
+	if !strings.Contains(f.Message, `"path": "very-long-directory-name/very-long-direc"…"`) {
+		t.Errorf("the dialog does not keep the path's start and mark the cut:\n%s", f.Message)
+	}
+}
+
+func TestPathExcerpt(t *testing.T) {
+	longName := strings.Repeat("n", 250) + ".txt"
+	cases := []struct{ in, want string }{
+		{"a/b.txt", `"a/b.txt"`},
+		{strings.Repeat("d/", 100), `"` + strings.Repeat("d/", 100) + `"`}, // 200: whole
+		// First 40 characters, last 160.
+		{strings.Repeat("d/", 150) + "f.txt", `"` + strings.Repeat("d/", 20) + `"…"` + strings.Repeat("/d", 77) + `/f.txt"`},
+		// A final element longer than 160 shows whole.
+		{strings.Repeat("d/", 50) + longName, `"` + strings.Repeat("d/", 20) + `"…"/` + longName + `"`},
+		// No slash: the whole name is the final element; it shows whole up
+		// to 1024 characters.
+		{longName, `"` + longName + `"`},
+		{strings.Repeat("x", 1100), `"` + strings.Repeat("x", 40) + `"…"` + strings.Repeat("x", 1024) + `"`},
+		// Escaped like Excerpt, on both sides of the cut.
+		{"\u202e" + strings.Repeat("d/", 120) + "\nf", `"\u202e` + strings.Repeat("d/", 19) + `d"…"` + strings.Repeat("d/", 79) + `\nf"`},
+	}
+	for _, c := range cases {
+		if got := domain.PathExcerpt(c.in); got != c.want {
+			t.Errorf("PathExcerpt(%.40q…) =\n%s\nwant\n%s", c.in, got, c.want)
+		}
 	}
 }
 
@@ -99,6 +179,13 @@ func TestDecisions(t *testing.T) {
 		{`{"action":"decline","action":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
 		{`{"action":"accept","content":{"decision":"allow_once","x":{"a":1,"a":2}}}`, domain.Deny},
 		{`{"action":"accept","content":{"decision":"allow_once","x":[{"a":1},{"a":2}]}}`, domain.AllowOnce},
+		{`{"action":"decline","ACTION":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"Action":"accept","content":{"decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":{"Decision":"allow_once"}}`, domain.Deny},
+		{`{"action":"accept","content":null}`, domain.Deny},
+		{`{"action":"accept","content":[{"decision":"allow_once"}]}`, domain.Deny},
+		{`{"action":"\u0061ccept","content":{"d\u0065cision":"allow_once"}}`, domain.AllowOnce},
+		{` {"action":"accept","content":{"decision":"allow_once"},"x":1} `, domain.AllowOnce},
 	}
 	for _, c := range perm {
 		if got := domain.PermissionDecision(parse(c.answer)); got != c.want {

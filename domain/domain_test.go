@@ -160,6 +160,10 @@ func TestSubmitPrompt(t *testing.T) {
 		{`{"prompt":"hi","x":1}`, "", false},
 		{`{"prompt":"a","prompt":"b"}`, "", false},
 		{`{"Prompt":"hi"}`, "", false},
+		{`{"pro\u006dpt":"\u0068i"}`, "hi", true},
+		{`{"prompt":"hi","prompt":"hi"}`, "", false},
+		{`{"prompt":"hi"`, "", false},
+		{"{\"prompt\":\"\xff\"}", "\ufffd", true},
 		{`["hi"]`, "", false},
 		{``, "", false},
 	}

@@ -3,7 +3,12 @@ package domain
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
 	"strings"
+
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 )
 
 // Envelope is the execution envelope a runtime tool returns (docs/SPEC.md §1). It is
@@ -97,4 +102,41 @@ func MarshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// AppendEnvelope appends e as MarshalJSON(e) writes it (docs/SPEC.md §1:
+// these names, in this order, absent optionals left out), written straight
+// into b with internal/jsonrpc's encoders rather than through reflection:
+// the envelope is rendered on every tools/call. It fails, as MarshalJSON
+// does, when Result or Metadata is not valid JSON or Duration is not
+// finite. A test holds it to MarshalJSON byte for byte.
+func AppendEnvelope(b []byte, e Envelope) ([]byte, error) {
+	b = strconv.AppendBool(append(b, `{"success":`...), e.Success)
+	if e.ToolName != "" {
+		b = jsonrpc.AppendString(append(b, `,"toolName":`...), e.ToolName)
+	}
+	var err error
+	if len(e.Result) > 0 {
+		if b, err = jsonrpc.AppendRaw(append(b, `,"result":`...), e.Result); err != nil {
+			return b, err
+		}
+	}
+	if e.Error != "" {
+		b = jsonrpc.AppendString(append(b, `,"error":`...), e.Error)
+	}
+	if e.Duration != nil {
+		if math.IsNaN(*e.Duration) || math.IsInf(*e.Duration, 0) {
+			return b, errors.New("json: unsupported value: duration is not finite")
+		}
+		b = jsonrpc.AppendFloat(append(b, `,"duration":`...), *e.Duration)
+	}
+	if e.ExecutionID != "" {
+		b = jsonrpc.AppendString(append(b, `,"executionId":`...), e.ExecutionID)
+	}
+	if len(e.Metadata) > 0 {
+		if b, err = jsonrpc.AppendRaw(append(b, `,"metadata":`...), e.Metadata); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }

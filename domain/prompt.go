@@ -4,12 +4,15 @@ package domain
 // Tool is a catalog tool name; Summary is the session's one-line description
 // of the call; Arguments are facts about it that the engine renders safely
 // (see Argument); Agent names a background agent when the prompt is not the
-// caller's own.
+// caller's own. Within is the engine's, not the session's: the name of the
+// submission tool when the prompt is raised within a submission (the agent
+// asks, in a turn the person started); the engine sets it.
 type PermissionPrompt struct {
 	Tool      string
 	Summary   string
 	Arguments []Argument
 	Agent     string
+	Within    string
 }
 
 // AskPrompt asks whoever drives a call a question (docs/SPEC.md §1). Options, when

@@ -18,7 +18,7 @@ import (
 // who may resume it and with which request. Principal is the remote
 // principal (issuer, subject, client), the loopback host, or the stdio
 // stream; Tool and ArgsDigest are the tools/call's name and the SHA-256 of
-// its arguments in canonical JSON.
+// its arguments' normal form (ArgumentsDigest).
 type RoundBinding struct {
 	Principal  string
 	Tool       string
@@ -178,9 +178,13 @@ func (s *Rounds[T]) Len() int {
 	return len(s.byHash)
 }
 
-// ArgumentsDigest is the SHA-256 of arguments in canonical JSON: object keys
-// sorted, no insignificant whitespace, strings re-encoded, numbers exactly as
-// written. ok is false when arguments is not valid JSON.
+// ArgumentsDigest is the SHA-256 of the normal form of arguments, so that
+// two texts of one value (another key order, other spacing, other escapes)
+// bind the same round: object keys sorted, no insignificant whitespace,
+// strings quoted with strconv.Quote, numbers exactly as written (2.5 and
+// 2.50 differ). The form is hashed, never parsed or sent, so it need not be
+// JSON and is not: Go's quoting is not JSON's, and it is not RFC 8785
+// canonical JSON either. ok is false when arguments is not valid JSON.
 func ArgumentsDigest(arguments json.RawMessage) (digest [32]byte, ok bool) {
 	var b bytes.Buffer
 	dec := json.NewDecoder(bytes.NewReader(arguments))
@@ -192,11 +196,13 @@ func ArgumentsDigest(arguments json.RawMessage) (digest [32]byte, ok bool) {
 	if _, err := dec.Token(); err != io.EOF {
 		return digest, false
 	}
-	writeCanonical(&b, v)
+	writeNormalForm(&b, v)
 	return sha256.Sum256(b.Bytes()), true
 }
 
-func writeCanonical(b *bytes.Buffer, v any) {
+// writeNormalForm writes ArgumentsDigest's normal form of v (a value
+// decoded with json.Decoder.UseNumber).
+func writeNormalForm(b *bytes.Buffer, v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -211,7 +217,7 @@ func writeCanonical(b *bytes.Buffer, v any) {
 			}
 			b.WriteString(strconv.Quote(k))
 			b.WriteByte(':')
-			writeCanonical(b, x[k])
+			writeNormalForm(b, x[k])
 		}
 		b.WriteByte('}')
 	case []any:
@@ -220,7 +226,7 @@ func writeCanonical(b *bytes.Buffer, v any) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeCanonical(b, e)
+			writeNormalForm(b, e)
 		}
 		b.WriteByte(']')
 	case json.Number:

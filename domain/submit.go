@@ -1,9 +1,10 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 )
 
 // SubmitTool is the identity of the submission tool through which MCP clients
@@ -71,44 +72,14 @@ func (s SubmitTool) InvalidArgumentsMessage() string {
 }
 
 // SubmitPrompt extracts the prompt from a submission's arguments (a JSON
-// object). ok is false unless the object holds exactly one member, "prompt",
-// whose value is a non-empty string.
+// object). ok is false unless the object holds exactly one member, "prompt"
+// (named once: a duplicated name is refused, not collapsed to the last
+// value as encoding/json would), whose value is a non-empty string.
 func SubmitPrompt(arguments json.RawMessage) (prompt string, ok bool) {
-	a := bytes.TrimSpace(arguments)
-	if len(a) == 0 || a[0] != '{' {
+	ms, dup, valid := jsonrpc.CheckedMembers(arguments, nil)
+	if !valid || dup || len(ms) != 1 || ms[0].Name != "prompt" || !jsonrpc.IsString(ms[0].Value) {
 		return "", false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(a, &m) != nil || len(m) != 1 {
-		return "", false
-	}
-	raw, has := m["prompt"]
-	if !has || json.Unmarshal(raw, &prompt) != nil || prompt == "" {
-		return "", false
-	}
-	// A duplicated "prompt" key collapses in the map; count members to refuse it.
-	if n, err := countMembers(a); err != nil || n != 1 {
-		return "", false
-	}
-	return prompt, true
-}
-
-// countMembers counts the members of a JSON object, duplicates included.
-func countMembers(obj []byte) (int, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for dec.More() {
-		if _, err := dec.Token(); err != nil {
-			return 0, err
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return 0, err
-		}
-		n++
-	}
-	return n, nil
+	prompt = jsonrpc.Unquote(ms[0].Value)
+	return prompt, prompt != ""
 }

@@ -150,7 +150,7 @@ func TestRoundsChecks(t *testing.T) {
 		}
 	}
 	// The failed checks did not use the round up; the same arguments in
-	// another key order and spacing still match (canonical digest).
+	// another key order and spacing still match (the digest of their normal form).
 	retry := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + modernMeta + `,"name":"write","arguments":{ "text" : "x" }` + allow(st) + `}}`
 	c.send(retry)
 	if got := envelopeOf(t, c.recv()); got != `{"success":true,"toolName":"write"}` {
@@ -486,9 +486,11 @@ func (s *impatient) InvokeTool(ctx context.Context, name string, args json.RawMe
 	return domain.Envelope{Success: false, ToolName: name, Error: "Permission denied"}, nil
 }
 
-// TestAbandonedPromptFreesItsRound: a round whose prompt the session stopped
-// waiting for no longer counts toward the per-principal bound.
-func TestAbandonedPromptFreesItsRound(t *testing.T) {
+// TestAbandonedPromptKeepsItsPlace: a round whose prompt the session stopped
+// waiting for still stands for its call (until the call's deadline), so it
+// counts toward the per-principal bound like any other: a 5th round still
+// fits, by evicting the oldest (docs/SPEC.md §6).
+func TestAbandonedPromptKeepsItsPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &impatient{Session: fake.New(), giveUp: make(chan struct{}), asked: make(chan struct{}, 8)}
 		e, err := engine.New(s, engine.Options{AskClient: true})
@@ -503,6 +505,9 @@ func TestAbandonedPromptFreesItsRound(t *testing.T) {
 		}
 		close(s.giveUp) // every parked prompt is given up by its session
 		synctest.Wait()
+		// The next call's session waits for its prompt (one withdrawn
+		// before any request saw it would never be shown).
+		s.giveUp = make(chan struct{})
 		c.send(writeCall("9", ""))
 		state(t, c.recv()) // a 5th round fits again
 	})

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -47,7 +48,7 @@ func newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
 
 // validProgressToken: MCP's ProgressToken is a string or an integer.
 func validProgressToken(tok []byte) bool {
-	_, ok := parseID(tok)
+	_, ok := jsonrpc.ParseID(tok)
 	return ok
 }
 
@@ -94,12 +95,12 @@ func (c *callCaller) Progress(ctx context.Context, progress, total float64, mess
 // and an empty message are left out.
 func progressNotification(token []byte, progress, total float64, message string) []byte {
 	b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
-	b = domain.AppendFloat(append(b, `,"progress":`...), progress)
+	b = jsonrpc.AppendFloat(append(b, `,"progress":`...), progress)
 	if total > 0 {
-		b = domain.AppendFloat(append(b, `,"total":`...), total)
+		b = jsonrpc.AppendFloat(append(b, `,"total":`...), total)
 	}
 	if message != "" {
-		b = appendString(append(b, `,"message":`...), message)
+		b = jsonrpc.AppendString(append(b, `,"message":`...), message)
 	}
 	return append(b, "}}"...)
 }
@@ -149,17 +150,31 @@ func answerOf(p domain.AskPrompt, raw json.RawMessage) domain.Answer {
 // object) declare form-mode elicitation: "elicitation":{} or
 // "elicitation":{"form":{}} (an elicitation object naming only url does not).
 func declaresFormElicitation(caps []byte) bool {
-	if !isObject(caps) {
+	if !jsonrpc.IsObject(caps) {
 		return false
 	}
-	el, ok := lookup(mustMembers(caps), "elicitation")
-	if !ok || !isObject(el) {
+	el, ok := jsonrpc.Lookup(mustMembers(caps), "elicitation")
+	if !ok || !jsonrpc.IsObject(el) {
 		return false
 	}
 	ms := mustMembers(el)
 	if len(ms) == 0 {
 		return true
 	}
-	_, form := lookup(ms, "form")
+	_, form := jsonrpc.Lookup(ms, "form")
 	return form
+}
+
+// withinSubmission is the Caller a submission hands its session: its
+// permission prompts say that the agent asks, within the submission the
+// person started (domain.PermissionPrompt.Within), so an agent's write never
+// reads like a client's own call of the tool (docs/SPEC.md §6 "Forms").
+type withinSubmission struct {
+	ports.Caller
+	submitName string
+}
+
+func (w withinSubmission) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	p.Within = w.submitName
+	return w.Caller.RequestPermission(ctx, p)
 }

@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"io"
 	"strconv"
 	"sync"
@@ -79,7 +79,8 @@ var connIDs atomic.Uint64
 // for the session. It returns:
 //   - nil at the end of the input, after a drain: no new request is
 //     admitted, prompts waiting for this client settle closed, requests in
-//     flight may finish and write for DrainTimeout, then the rest are
+//     flight may finish and write for DrainTimeout (unless ctx ends, the
+//     engine shuts down or a write fails meanwhile), then the rest are
 //     cancelled as shutting down (docs/SPEC.md §3 "Ending");
 //   - nil when ctx ends or the engine shuts down: requests in flight are
 //     cancelled with cause ErrShuttingDown (a tools/call still writes
@@ -94,6 +95,10 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 	c := e.newConn(w, opts)
 	defer c.cancel(nil)
 	defer c.closeWrites()
+	// Every reason to stop serving ends c.ctx: ServeConn's ctx (here), the
+	// engine's Shutdown (c.ctx is under it) and a failed write (update).
+	unhook := context.AfterFunc(ctx, func() { c.cancel(ErrShuttingDown) })
+	defer unhook()
 	frames := make(chan frame, 1)
 	readerDone := make(chan struct{})
 	go func() {
@@ -108,7 +113,7 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 	}
 	early, err := c.startup(ctx, frames)
 	if err != nil {
-		c.end()
+		c.shut(false) // nothing runs yet: it only marks the stream closed
 		if !errors.Is(err, ErrInputClosed) {
 			stopReader()
 		}
@@ -133,17 +138,12 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 				return c.finish(f.err, readerDone)
 			}
 			c.frame(f)
-		case <-c.failed:
-			c.stop()
+		case <-c.ctx.Done():
+			c.shut(false)
 			stopReader()
-			return fmt.Errorf("write: %w", c.failErr)
-		case <-ctx.Done():
-			c.stop()
-			stopReader()
-			return nil
-		case <-e.base.Done():
-			c.stop()
-			stopReader()
+			if err := c.failure(); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
 			return nil
 		}
 	}
@@ -156,30 +156,44 @@ type frame struct {
 	err      error // io.EOF or a read failure; the last frame
 }
 
-// conn is one served stream.
+// conn is one served stream: the connection carrier. It owns what an
+// exchange does not have — negotiation, the in-flight id space, our own
+// requests to the client and the chains of parked rounds — in one state
+// struct (connState) changed only through update, which also decides what
+// follows from a change: closing ends the input for prompts, a failed write
+// stops serving, closing with nothing running is the end of the drain (in
+// the spirit of x/tools jsonrpc2_v2's inFlightState and updateInFlight).
 type conn struct {
 	e      *Engine
 	w      io.Writer
 	opts   ConnOptions
-	peer   *peer
+	peer   peer
+	bind   string          // binds this stream's input-required rounds to it
 	ctx    context.Context // the parent of every request's context
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // this stream's request goroutines
 
-	writeMu  sync.Mutex // serialises writes; guards the fields below
-	writeErr error
-	failOnce sync.Once
-	failed   chan struct{} // closed on the first failed write
-	failErr  error
+	writeMu  sync.Mutex // serialises writes to w; guards wErr
+	wErr     error      // the first failed write, or errServingEnded
+	inputEnd chan struct{}
+	drained  chan struct{}
 
-	inputEnd chan struct{} // closed when the input has ended: the client can answer nothing more
-	endOnce  sync.Once
+	mu sync.Mutex // guards s; taken by update and by readers of s
+	s  connState
+}
 
-	mu        sync.Mutex // guards the fields below
-	version   string     // negotiated legacy revision; "" before initialize
-	canElicit bool       // negotiated ≥ 2025-06-18 and declared form elicitation
+// connState is everything about a stream that changes while it is served.
+type connState struct {
+	version   string // negotiated legacy revision; "" before initialize
+	canElicit bool   // negotiated ≥ 2025-06-18 and declared form elicitation
 	inflight  map[string]*flight
-	closing   bool
+	// running counts request goroutines until their answer is written: a
+	// drain waits for them, not only for the ids (an id is free again as
+	// soon as its answer is ready, before it is written).
+	running int
+	// closing: no new request is admitted and prompts waiting for this
+	// client settle closed (the input ended, or serving stops).
+	closing bool
+	failErr error // the first failed write: serving stops
 	// pending are our elicitation/create requests awaiting the client's
 	// response, by id key; their ids ("srv-<n>") are our own id space.
 	pending map[string]chan json.RawMessage
@@ -187,6 +201,35 @@ type conn struct {
 	// chains maps the id of a request that answered input_required to the
 	// parked call, so notifications/cancelled naming it ends the call.
 	chains map[string]*parkedCall
+
+	inputEnded, drained bool // their channels are closed
+}
+
+// update applies f to the stream's state under its lock, then acts on what
+// the state now says; every change of connState goes through it.
+func (c *conn) update(f func(*connState)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.s
+	f(s)
+	if s.closing && !s.inputEnded {
+		s.inputEnded = true
+		close(c.inputEnd)
+	}
+	if s.closing && s.running == 0 && !s.drained {
+		s.drained = true
+		close(c.drained)
+	}
+	if s.failErr != nil {
+		c.cancel(s.failErr) // serving stops; a repeat does nothing
+	}
+}
+
+// failure is the first failed write, or nil.
+func (c *conn) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s.failErr
 }
 
 // flight is one request being served.
@@ -216,26 +259,26 @@ func (e *Engine) newConn(w io.Writer, opts ConnOptions) *conn {
 	}
 	c := &conn{
 		e: e, w: w, opts: opts,
-		failed:   make(chan struct{}),
+		bind:     "conn:" + strconv.FormatUint(connIDs.Add(1), 10),
 		inputEnd: make(chan struct{}),
-		inflight: make(map[string]*flight),
-		pending:  make(map[string]chan json.RawMessage),
-		chains:   make(map[string]*parkedCall),
+		drained:  make(chan struct{}),
+		s: connState{
+			inflight: make(map[string]*flight),
+			pending:  make(map[string]chan json.RawMessage),
+			chains:   make(map[string]*parkedCall),
+		},
 	}
 	c.ctx, c.cancel = context.WithCancelCause(e.base)
-	c.peer = &peer{
-		conn: c, principal: opts.Principal, notify: c.write,
-		bind: "conn:" + strconv.FormatUint(connIDs.Add(1), 10),
-	}
+	c.peer = peer{carrier: c, principal: opts.Principal, notify: c.write}
 	return c
 }
 
 // read is the only reader of r. It stops at the end of the input, on a read
 // failure, or once serving has stopped (after its current Read returns).
 func (c *conn) read(r io.Reader, frames chan<- frame) {
-	lr := newLineReader(r, c.opts.MaxLineBytes)
+	lr := jsonrpc.NewLineReader(r, c.opts.MaxLineBytes)
 	for {
-		line, oversize, err := lr.next()
+		line, oversize, err := lr.Next()
 		f := frame{line: append([]byte(nil), line...), oversize: oversize, err: err}
 		select {
 		case frames <- f:
@@ -310,20 +353,18 @@ func (c *conn) frame(f frame) {
 	line := f.line
 	switch {
 	case f.oversize:
-		c.write(errorFrame(id{}, invalidRequest("message exceeds the line limit")))
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("message exceeds the line limit")))
 		return
-	case firstByte(line) == 0:
+	case jsonrpc.FirstByte(line) == 0:
 		return
-	case firstByte(line) == '{': // validated as it is read
-		if r, ok := c.e.handle(c.peer, line, false, c.deliver); ok {
-			c.deliver(r)
-		}
-	case !domain.ValidJSON(line):
-		c.write(errorFrame(id{}, errParse))
-	case firstByte(line) == '[':
-		c.e.handleBatch(c.peer, line, c.opts.MaxBatch, nil, c.deliver)
+	case jsonrpc.FirstByte(line) == '{': // validated as it is read
+		c.e.handle(&c.peer, line, false, c)
+	case !jsonrpc.Valid(line):
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse))
+	case jsonrpc.FirstByte(line) == '[':
+		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, nil, c)
 	default:
-		c.write(errorFrame(id{}, invalidRequest("not a JSON-RPC message")))
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
 	}
 }
 
@@ -339,12 +380,12 @@ func (c *conn) deliver(r reply) {
 func (c *conn) write(b []byte) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	if c.writeErr != nil {
+	if c.wErr != nil {
 		return
 	}
 	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		c.writeErr = err
-		c.failOnce.Do(func() { c.failErr = err; close(c.failed) })
+		c.wErr = err
+		c.update(func(s *connState) { s.failErr = err })
 	}
 }
 
@@ -355,8 +396,8 @@ var errServingEnded = errors.New("serving ended")
 // ignoring cancellation) writes nothing after ServeConn has returned.
 func (c *conn) closeWrites() {
 	c.writeMu.Lock()
-	if c.writeErr == nil {
-		c.writeErr = errServingEnded
+	if c.wErr == nil {
+		c.wErr = errServingEnded
 	}
 	c.writeMu.Unlock()
 }
@@ -366,117 +407,151 @@ func (c *conn) closeWrites() {
 func (c *conn) legacyVersion() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.version == "" {
+	if c.s.version == "" {
 		return defaultLegacyVersion
 	}
-	return c.version
+	return c.s.version
 }
+
+func (c *conn) headers() *Headers { return nil }
+
+func (c *conn) binding() string { return c.bind }
 
 // negotiated reports whether the stream was initialized.
 func (c *conn) negotiated() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.version != ""
+	return c.s.version != ""
 }
 
 // negotiate records an initialize; false when the stream was initialized
 // already.
-func (c *conn) negotiate(version string, caps []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.version != "" {
-		return false
-	}
-	c.version = version
-	// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
-	c.canElicit = version >= "2025-06-18" && declaresFormElicitation(caps)
-	return true
+func (c *conn) negotiate(version string, caps []byte) (ok bool) {
+	c.update(func(s *connState) {
+		if s.version != "" {
+			return
+		}
+		s.version, ok = version, true
+		// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
+		s.canElicit = version >= "2025-06-18" && declaresFormElicitation(caps)
+	})
+	return ok
 }
 
-func (c *conn) isInFlight(i id) bool {
+func (c *conn) inFlight(i jsonrpc.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.inflight[i.key()] != nil
+	return c.s.inflight[i.Key()] != nil
 }
 
 func (c *conn) atBound() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.inflight) >= c.opts.MaxInFlight
+	return len(c.s.inflight) >= c.opts.MaxInFlight
 }
 
-// start admits a request to be served on its own goroutine (ok false: it
-// delivers its answer), or answers at once: a duplicate in-flight id
-// (-32600), the in-flight bound (busy), or a stream that is closing
-// (shutting down).
-func (c *conn) start(p *peer, in *inbound, deliver func(reply)) (reply, bool) {
-	key := in.id.key()
-	c.mu.Lock()
-	switch {
-	case c.inflight[key] != nil:
-		c.mu.Unlock()
-		return answerErr(in.id, invalidRequest("id is already in flight")), true
-	case c.closing:
-		c.mu.Unlock()
-		return c.e.refusal(in, ErrShuttingDown.Error()), true
-	case len(c.inflight) >= c.opts.MaxInFlight:
-		c.mu.Unlock()
-		return c.e.refusal(in, "server is busy"), true
+// newInbound: a connection's messages run side by side, one inbound each.
+func (c *conn) newInbound(bool) *inbound { return new(inbound) }
+
+// run admits a request to be served on its own goroutine, which gives its
+// answer to to, or answers at once: a duplicate in-flight id (-32600), the
+// in-flight bound (busy), or a stream that is closing (shutting down).
+func (c *conn) run(p *peer, in *inbound, _ bool, to sink) {
+	key := in.id.Key()
+	// The admission's outcome, copied into variables assigned once below:
+	// the goroutine captures those by value (no allocation each).
+	var adm struct {
+		refuse *Error
+		msg    string
+		f      *flight
+		ctx    context.Context
+		cancel context.CancelCauseFunc
+		elicit elicitFunc
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	f := &flight{cancel: cancel}
-	c.inflight[key] = f
-	var elicit elicitFunc
-	if !in.modern && c.canElicit && c.e.rounds != nil {
-		elicit = c.elicit
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	run := func() {
-		defer c.wg.Done()
-		r := c.e.serve(ctx, p, in, elicit)
-		c.mu.Lock()
-		delete(c.inflight, key)
-		cancelled := f.cancelled
-		c.mu.Unlock()
-		cancel(nil)
-		if cancelled {
-			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
+	c.update(func(s *connState) {
+		switch {
+		case s.inflight[key] != nil:
+			adm.refuse = jsonrpc.InvalidRequest("id is already in flight")
+			return
+		case s.closing:
+			adm.msg = ErrShuttingDown.Error()
+			return
+		case len(s.inflight) >= c.opts.MaxInFlight:
+			adm.msg = "server is busy"
+			return
 		}
-		deliver(r)
-	}
-	if !c.e.goCall(run) {
-		c.mu.Lock()
-		delete(c.inflight, key)
-		c.mu.Unlock()
-		c.wg.Done()
-		cancel(nil)
-		return c.e.refusal(in, ErrShuttingDown.Error()), true
-	}
-	return reply{}, false
-}
-
-// notification handles a client notification. notifications/initialized
-// changes nothing (requests are served from the initialize answer on), so it
-// is ignored like every unknown notification.
-func (c *conn) notification(m *message) {
-	if m.method != "notifications/cancelled" || !isObject(m.params) {
+		adm.ctx, adm.cancel = context.WithCancelCause(c.ctx)
+		adm.f = &flight{cancel: adm.cancel}
+		s.inflight[key] = adm.f
+		s.running++
+		if !in.modern && s.canElicit && c.e.rounds != nil {
+			adm.elicit = c.elicit
+		}
+	})
+	switch {
+	case adm.refuse != nil:
+		to.deliver(answerErr(in.id, adm.refuse))
+		return
+	case adm.msg != "":
+		to.deliver(c.e.refusal(in, adm.msg))
 		return
 	}
-	raw, _ := lookup(mustMembers(m.params), "requestId")
-	i, ok := parseID(raw)
+	ctx, cancel, f, elicit := adm.ctx, adm.cancel, adm.f, adm.elicit
+	run := func() {
+		r := c.e.serve(ctx, p, in, elicit)
+		var cancelled bool
+		c.update(func(s *connState) {
+			delete(s.inflight, key)
+			cancelled = f.cancelled
+		})
+		cancel(nil)
+		if cancelled {
+			c.e.abandon(in, errCancelledByClient)
+			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
+		}
+		to.deliver(r)
+		c.update(func(s *connState) { s.running-- })
+	}
+	if !c.e.goCall(run) {
+		c.update(func(s *connState) {
+			delete(s.inflight, key)
+			s.running--
+		})
+		cancel(nil)
+		to.deliver(c.e.refusal(in, ErrShuttingDown.Error()))
+	}
+}
+
+// route takes a client's response (to our elicitation/create) or
+// notification. notifications/initialized changes nothing (requests are
+// served from the initialize answer on), so it is ignored like every
+// unknown notification; notifications/cancelled ends the request it names,
+// or the parked call whose chain's latest id it is.
+func (c *conn) route(m jsonrpc.Message) {
+	if !m.HasMethod {
+		c.response(&m)
+		return
+	}
+	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
+		return
+	}
+	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
+	i, ok := jsonrpc.ParseID(raw)
 	if !ok {
 		return
 	}
-	key := i.key()
-	c.mu.Lock()
-	f := c.inflight[key]
-	if f != nil {
-		f.cancelled = true
-	}
-	pc := c.chains[key]
-	delete(c.chains, key)
-	c.mu.Unlock()
+	key := i.Key()
+	var (
+		f  *flight
+		pc *parkedCall
+	)
+	c.update(func(s *connState) {
+		if f = s.inflight[key]; f != nil {
+			f.cancelled = true
+		}
+		pc = s.chains[key]
+		delete(s.chains, key)
+	})
 	if f != nil {
 		f.cancel(errCancelledByClient)
 	}
@@ -485,39 +560,31 @@ func (c *conn) notification(m *message) {
 	}
 }
 
-func mustMembers(obj []byte) []member {
-	ms, _ := members(obj, nil)
+func mustMembers(obj []byte) []jsonrpc.Member {
+	ms, _ := jsonrpc.Members(obj, nil)
 	return ms
 }
 
-// addChain remembers that the request key parked pc: key is now the
-// chain's latest id, the only one whose notifications/cancelled ends the
-// call (an earlier id of the chain is a finished request, ignored like any
-// other). Chains whose calls have ended are dropped, so the map stays
-// bounded by the parked rounds.
-func (c *conn) addChain(key string, pc *parkedCall) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, x := range c.chains {
-		if x == pc || x.ended() {
-			delete(c.chains, k)
+// parkedOn remembers that request i parked pc: i is now the chain's latest
+// id, the only one whose notifications/cancelled ends the call (an earlier
+// id of the chain is a finished request, ignored like any other). Chains
+// whose calls have ended are dropped, so the map stays bounded by the
+// parked rounds.
+func (c *conn) parkedOn(i jsonrpc.ID, pc *parkedCall) {
+	c.update(func(s *connState) {
+		for k, x := range s.chains {
+			if x == pc || x.ended() {
+				delete(s.chains, k)
+			}
 		}
-	}
-	c.chains[key] = pc
+		s.chains[i.Key()] = pc
+	})
 }
 
-// finish handles the end of the input: a drain, then a stop.
+// finish handles the end of the input: a drain (requests in flight may
+// finish and write for DrainTimeout), then what a stop does to the rest.
 func (c *conn) finish(readErr error, readerDone <-chan struct{}) error {
-	c.mu.Lock()
-	c.closing = true
-	c.mu.Unlock()
-	c.end()
-	drain, cancel := context.WithTimeout(context.Background(), c.opts.DrainTimeout)
-	defer cancel()
-	if waitGroup(drain, &c.wg) != nil {
-		c.stop()
-	}
-	c.e.endRounds(c.peer.bind)
+	c.shut(true)
 	<-readerDone
 	if errors.Is(readErr, io.EOF) {
 		return nil
@@ -525,26 +592,37 @@ func (c *conn) finish(readErr error, readerDone <-chan struct{}) error {
 	return fmt.Errorf("read: %w", readErr)
 }
 
-// end marks the input as ended: prompts waiting for this client settle
-// closed.
-func (c *conn) end() { c.endOnce.Do(func() { close(c.inputEnd) }) }
-
-// stop cancels every request in flight as shutting down (a tools/call
-// still answers "server is shutting down" while the stream can write),
-// ends this stream's parked rounds and waits for the requests, at most
-// DrainTimeout.
-func (c *conn) stop() {
-	c.mu.Lock()
-	c.closing = true
-	c.mu.Unlock()
-	c.end()
-	c.cancel(ErrShuttingDown)
-	c.e.endRounds(c.peer.bind)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.DrainTimeout)
-	defer cancel()
-	if waitGroup(ctx, &c.wg) != nil {
-		c.e.logger.Warn("engine: calls still running after a stream stopped; the session ignores cancellation")
+// shut ends serving, once: no new request is admitted and prompts waiting
+// for this client settle closed (update, closing). With drain, requests in
+// flight may finish and write for DrainTimeout, unless serving is stopped
+// meanwhile; then (or at once without drain) the rest are cancelled as
+// shutting down (a tools/call still answers "server is shutting down" while
+// the stream can write) and waited for, at most DrainTimeout. Last, the
+// stream's parked rounds end: nothing can resume them.
+func (c *conn) shut(drain bool) {
+	c.update(func(s *connState) { s.closing = true })
+	if drain {
+		t := time.NewTimer(c.opts.DrainTimeout)
+		select {
+		case <-c.drained:
+		case <-t.C:
+		case <-c.ctx.Done():
+		}
+		t.Stop()
 	}
+	select {
+	case <-c.drained:
+	default:
+		c.cancel(ErrShuttingDown)
+		t := time.NewTimer(c.opts.DrainTimeout)
+		select {
+		case <-c.drained:
+		case <-t.C:
+			c.e.logger.Warn("engine: calls still running after a stream stopped; the session ignores cancellation")
+		}
+		t.Stop()
+	}
+	c.e.endRounds(c.bind)
 }
 
 type elicitRequest struct {
@@ -572,18 +650,22 @@ type notification struct {
 // stdio"). It returns the result, or nil when there is none (an error
 // response included).
 func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
-	c.mu.Lock()
-	c.nextSrv++
-	srvID := "srv-" + strconv.Itoa(c.nextSrv)
-	key := "s:" + srvID
 	ch := make(chan json.RawMessage, 1)
-	c.pending[key] = ch
-	version := c.version
-	c.mu.Unlock()
+	var srvID, key, version string
+	c.update(func(s *connState) {
+		s.nextSrv++
+		srvID = "srv-" + strconv.Itoa(s.nextSrv)
+		key = "s:" + srvID
+		s.pending[key] = ch
+		version = s.version
+	})
 
 	params := elicitParms{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema}
 	if version == "2025-06-18" {
 		params.Mode = "" // that revision has form mode only, unnamed
+		if f.RequestedSchema20250618 != nil {
+			params.RequestedSchema = f.RequestedSchema20250618 // nor titled enums
+		}
 	}
 	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
 	c.write(req)
@@ -601,9 +683,7 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 	case <-c.inputEnd:
 		reason = "the input ended"
 	}
-	c.mu.Lock()
-	delete(c.pending, key)
-	c.mu.Unlock()
+	c.update(func(s *connState) { delete(s.pending, key) })
 	note, _ := domain.MarshalJSON(notification{JSONRPC: "2.0", Method: "notifications/cancelled",
 		Params: cancelledParams{RequestID: srvID, Reason: reason}})
 	c.write(note)
@@ -612,76 +692,19 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 
 // response routes a client's response to our pending request; a response
 // for an unknown id is ignored.
-func (c *conn) response(m *message) {
-	key := m.id.key()
-	c.mu.Lock()
-	ch := c.pending[key]
-	delete(c.pending, key)
-	c.mu.Unlock()
+func (c *conn) response(m *jsonrpc.Message) {
+	key := m.ID.Key()
+	var ch chan json.RawMessage
+	c.update(func(s *connState) {
+		ch = s.pending[key]
+		delete(s.pending, key)
+	})
 	if ch == nil {
 		return
 	}
-	if m.result != nil {
-		ch <- append(json.RawMessage(nil), m.result...)
+	if m.Result != nil {
+		ch <- append(json.RawMessage(nil), m.Result...)
 	} else {
 		ch <- nil // an error response: the prompt settles closed
-	}
-}
-
-// lineReader splits a byte stream into newline-delimited frames without ever
-// holding more than max bytes of one line (plus a CR): an oversize line is
-// read past in chunks and reported, not buffered whole (docs/SPEC.md §4
-// "stdio framing"). The bound counts the message, not its line ending: a
-// CR before the LF is not part of it.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-// next returns the next line without its line ending. oversize reports a
-// line longer than max, whose bytes were discarded. At the end of input it
-// returns io.EOF (a last line without a newline is returned first).
-func (l *lineReader) next() (line []byte, oversize bool, err error) {
-	l.buf = l.buf[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if !oversize {
-			n := len(chunk)
-			if n > 0 && chunk[n-1] == '\n' {
-				n--
-			}
-			// One byte of slack for a CR that turns out to end the line.
-			if len(l.buf)+n > l.max+1 {
-				oversize = true
-				l.buf = l.buf[:0]
-			} else {
-				l.buf = append(l.buf, chunk[:n]...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil || errors.Is(err, io.EOF):
-			if err != nil && !oversize && len(l.buf) == 0 {
-				return nil, false, io.EOF
-			}
-			if oversize {
-				return nil, true, nil
-			}
-			if n := len(l.buf); n > 0 && l.buf[n-1] == '\r' {
-				l.buf = l.buf[:n-1]
-			}
-			if len(l.buf) > l.max {
-				return nil, true, nil
-			}
-			return l.buf, false, nil
-		default:
-			return nil, false, err
-		}
 	}
 }

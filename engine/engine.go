@@ -19,10 +19,18 @@
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
-// The files follow the concerns: scan.go and codec.go (JSON text in and
-// out), handle.go (the pipeline and the methods), conn.go (connections),
-// exchange.go (stateless exchanges), caller.go (the Caller a session gets),
-// rounds.go (input-required rounds).
+// Every carrier has the one lifecycle of [Carrier] (carrier.go:
+// Start / Stop / Wait, the shared lifecycle errors, and [Engine.Run], which
+// stops the carriers and then shuts the engine down). The engine knows no
+// HTTP: a carrier hands it normalised header values and maps its [Outcome]
+// kinds to its own terms.
+//
+// JSON text in and out (frames, members, ids, messages, responses, the line
+// reader) is internal/jsonrpc's. The files follow the concerns: codec.go
+// (the error codes and Error, named for the engine's users), handle.go (the
+// pipeline and the methods), conn.go (connections), exchange.go (stateless
+// exchanges), caller.go (the Caller a session gets), rounds.go
+// (input-required rounds), carrier.go (the carrier lifecycle).
 package engine
 
 import (
@@ -34,7 +42,10 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Options configures an Engine. The zero value of each field means its
@@ -123,10 +134,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	case ttl < 0:
 		ttl = 0
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := logs.OrDiscard(opts.Logger)
 	name, version := opts.Name, opts.Version
 	if name == "" {
 		name = "agentmcp"
@@ -134,7 +142,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if version == "" {
 		version = "0.0.0"
 	}
-	info := appendString(append(appendString([]byte(`{"name":`), name), `,"version":`...), version)
+	info := jsonrpc.AppendString(append(jsonrpc.AppendString([]byte(`{"name":`), name), `,"version":`...), version)
 	info = append(info, '}')
 	e := &Engine{
 		session:      session,
@@ -175,7 +183,8 @@ func (e *Engine) Validate(ctx context.Context) error {
 // repeat and to call concurrently.
 //
 // Carriers own their listeners and connections: stop them first (their Stop
-// answers what they can still write), then shut the engine down.
+// answers what they can still write), then shut the engine down;
+// [Engine.Run] does both in that order.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	first := !e.stopped

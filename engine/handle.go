@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"strconv"
 	"sync"
 
@@ -44,235 +45,229 @@ type reply struct {
 
 var accepted = reply{kind: Accepted}
 
-func answered(b []byte) reply        { return reply{Answered, b} }
-func invalid(i id, e *Error) reply   { return reply{Invalid, errorFrame(i, e)} }
-func answerErr(i id, e *Error) reply { return reply{Answered, errorFrame(i, e)} }
+func answered(b []byte) reply                { return reply{Answered, b} }
+func invalid(i jsonrpc.ID, e *Error) reply   { return reply{Invalid, jsonrpc.EncodeError(i, e)} }
+func answerErr(i jsonrpc.ID, e *Error) reply { return reply{Answered, jsonrpc.EncodeError(i, e)} }
 
-// peer is what a framing knows about whoever sent one message: the only
-// thing the pipeline's steps differ by.
+// peer is whoever sent one message: what the pipeline needs of every
+// sender, and its carrier for what differs.
 type peer struct {
-	conn *conn // the connection (ServeConn); nil for an exchange
-	// ctx is an exchange's request context (its calls are cancelled with
-	// it); connections give each request a context of its own.
-	ctx context.Context
-	// headers are the HTTP request's MCP headers; nil on a connection.
-	headers *Headers
-	// httpHeaders holds an exchange's headers, so that headers can point
-	// into the peer rather than into the caller's options.
-	httpHeaders Headers
-	// version is the legacy revision in force for an exchange (its
-	// MCP-Protocol-Version, else 2025-03-26); connections negotiate theirs.
-	version   string
+	carrier   carrier
 	principal ports.Principal
-	// bind binds a connection's input-required rounds to it; empty for an
-	// exchange, whose rounds are bound to its principal (see binding).
-	bind string
 	// notify sends a notification related to one request (progress); nil
 	// drops them.
 	notify func([]byte)
-	// batchSlots, when set, bounds how many elements of an exchange's batch
-	// run at once.
+	// batchSlots, when set, bounds how many elements of a batch run at once.
 	batchSlots chan struct{}
-	// room is the inbound of an exchange's single message, allocated with
-	// the peer (see newInbound); nil once taken, and for connections.
-	room *inbound
 }
 
-// newInbound returns a zero inbound for the next message from p: an
-// exchange's single message takes the room allocated with its peer (a
-// request costs one allocation for both); a connection's messages and a
-// batch's elements, which run side by side, get one each.
-func (p *peer) newInbound(inBatch bool) *inbound {
-	if in := p.room; in != nil && !inBatch {
-		p.room = nil
-		return in
-	}
-	return new(inbound)
-}
-
-// binding is what binds p's input-required rounds (docs/SPEC.md §6): its
-// connection, or an exchange's principal. The principal is encoded only when
-// a round needs it; most requests never park one.
-func (p *peer) binding() string {
-	if p.bind != "" {
-		return p.bind
-	}
-	return "http:" + principalKey(p.principal)
-}
-
-// legacyVersion is the revision in force for a legacy request from p.
-func (p *peer) legacyVersion() string {
-	if p.conn != nil {
-		return p.conn.legacyVersion()
-	}
-	return p.version
+// carrier is what differs between the two framings, so the pipeline never
+// asks which it serves (in the spirit of x/tools jsonrpc2_v2's split: the
+// connection owns ids, in-flight requests and responses; the pipeline is
+// only MCP). A connection (*conn, ServeConn) negotiates once, has an
+// in-flight id space, serves every request on its own goroutine and takes
+// responses and notifications; an exchange (*exchange, Exchange) keeps
+// nothing, serves a single message on the caller's goroutine and drops
+// what is not a request (over HTTP a disconnect is the cancellation).
+type carrier interface {
+	// legacyVersion is the revision in force for a legacy request.
+	legacyVersion() string
+	// headers are the HTTP request's MCP headers; nil on a connection.
+	headers() *Headers
+	// route takes a message that is not a request: a response, or a
+	// notification (by value: a pointer through the interface would move
+	// every decoded message to the heap).
+	route(m jsonrpc.Message)
+	// inFlight reports whether a request with id i is being served.
+	inFlight(i jsonrpc.ID) bool
+	// atBound reports whether the in-flight bound is reached.
+	atBound() bool
+	// negotiated reports whether initialize was answered already;
+	// negotiate records one (false: it was answered already).
+	negotiated() bool
+	negotiate(version string, caps []byte) bool
+	// newInbound returns a zero inbound for the next request.
+	newInbound(inBatch bool) *inbound
+	// run serves in (accepted) through the engine, on this goroutine or
+	// one of its own, and gives its answer to to, exactly once.
+	run(p *peer, in *inbound, inBatch bool, to sink)
+	// parkedOn records that request i parked pc (its answer is
+	// input_required).
+	parkedOn(i jsonrpc.ID, pc *parkedCall)
+	// binding is what binds the sender's input-required rounds
+	// (docs/SPEC.md §6): a connection, or an exchange's principal.
+	binding() string
 }
 
 // inbound is one request after decoding and era resolution.
 type inbound struct {
-	id      id
+	id      jsonrpc.ID
 	method  string
-	params  []member // nil when params is absent
-	meta    []member // params._meta's members; nil when absent
-	array   bool     // params was an array (MCP wants objects)
+	params  []jsonrpc.Member // nil when params is absent
+	meta    []jsonrpc.Member // params._meta's members; nil when absent
+	array   bool             // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
+	// parked is the call this request parked (its answer is
+	// input_required), ended if that answer is dropped (see abandon).
+	parked *parkedCall
 
 	// Room for the members of params and _meta, so reading them allocates
 	// nothing more in the common case (a tools/call has three of each;
 	// more spill to the heap), and for the request's one ports.Caller
 	// (see newCallCaller): one allocation per request.
-	pbuf   [4]member
-	mbuf   [4]member
+	pbuf   [4]jsonrpc.Member
+	mbuf   [4]jsonrpc.Member
 	caller callCaller
 }
 
-func (in *inbound) param(name string) ([]byte, bool) { return lookup(in.params, name) }
+func (in *inbound) param(name string) ([]byte, bool) { return jsonrpc.Lookup(in.params, name) }
 func (in *inbound) metaValue(name string) ([]byte, bool) {
-	return lookup(in.meta, name)
+	return jsonrpc.Lookup(in.meta, name)
 }
 
+// sink receives the answer to one message (or one batch), exactly once:
+// on the goroutine that called handle, or on the request's own.
+type sink interface{ deliver(reply) }
+
 // handle is the pipeline every framing feeds, one JSON-RPC message (not a
-// batch) at a time: decode, route responses and notifications, parse the
-// params, resolve the era, validate, gate the method, then run it. It
-// returns the answer (ok true), unless the request is served on a goroutine
-// of its own (a connection's request, a batch element): then it returns
-// ok false and that goroutine calls deliver with the answer, exactly once.
-func (e *Engine) handle(p *peer, frame []byte, inBatch bool, deliver func(reply)) (r reply, ok bool) {
-	m, derr := decodeMessage(frame)
-	if derr == errParse {
-		return reply{Invalid, errorFrame(id{}, derr)}, true
+// batch) at a time: the MCP steps (accept), then the request runs on its
+// carrier. Either way its answer goes to to, exactly once.
+func (e *Engine) handle(p *peer, frame []byte, inBatch bool, to sink) {
+	in, r := e.accept(p, frame, inBatch)
+	if in == nil {
+		to.deliver(r)
+		return
+	}
+	p.carrier.run(p, in, inBatch, to)
+}
+
+// accept decodes one message, routes responses and notifications, parses
+// the params, resolves the era, validates and gates the method. It returns
+// the request to run, or nil and the answer to give at once.
+func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
+	m, derr := jsonrpc.DecodeMessage(frame)
+	if derr == jsonrpc.ErrParse {
+		return nil, reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, derr)}
 	}
 	if derr != nil {
-		if m.isNotification() {
-			return accepted, true // a notification never gets a reply, not even an error
+		if m.IsNotification() {
+			return nil, accepted // a notification never gets a reply, not even an error
 		}
-		return invalid(m.id, derr), true
+		return nil, invalid(m.ID, derr)
 	}
-	switch {
-	case !m.hasMethod: // a response
-		if p.conn != nil {
-			p.conn.response(&m)
-		}
-		return accepted, true
-	case !m.hasID:
-		if p.conn != nil {
-			p.conn.notification(&m)
-		}
-		return accepted, true // over HTTP a disconnect is the cancellation
+	if !m.HasMethod || !m.HasID { // a response or a notification
+		p.carrier.route(m)
+		return nil, accepted
 	}
-	if p.conn != nil && p.conn.isInFlight(m.id) {
+	if p.carrier.inFlight(m.ID) {
 		// docs/SPEC.md §4: a request reusing an id still in flight gets
 		// -32600, the first is untouched, whatever its method.
-		return answerErr(m.id, invalidRequest("id is already in flight")), true
+		return nil, answerErr(m.ID, jsonrpc.InvalidRequest("id is already in flight"))
 	}
-	in := p.newInbound(inBatch)
+	in := p.carrier.newInbound(inBatch)
 	perr := parseParams(&m, in)
 	if perr != nil {
-		return invalid(m.id, perr), true
+		return nil, invalid(m.ID, perr)
 	}
-	in.modern = isModern(in, p.headers)
+	h := p.carrier.headers()
+	in.modern = isModern(in, h)
 	if in.modern {
 		if inBatch {
-			return invalid(in.id, invalidRequest("batches are not part of "+ModernVersion)), true
+			return nil, invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion))
 		}
-		if verr := validateModern(in, p.headers); verr != nil {
+		if verr := validateModern(in, h); verr != nil {
 			kind := Invalid
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return reply{kind, errorFrame(in.id, verr)}, true
+			return nil, reply{kind, jsonrpc.EncodeError(in.id, verr)}
 		}
 	} else {
-		in.version = p.legacyVersion()
+		in.version = p.carrier.legacyVersion()
 		switch in.method {
 		case "initialize", "ping":
-			if p.conn != nil && p.conn.atBound() {
+			if p.carrier.atBound() {
 				// Answered on this goroutine, they never count as in
 				// flight, but at the bound they are refused like any
 				// other request (docs/SPEC.md §4).
-				return e.refusal(in, "server is busy"), true
+				return nil, e.refusal(in, "server is busy")
 			}
 			if in.method == "ping" {
-				return answered(encodeResponse(in.id, []byte("{}"), nil)), true
+				return nil, answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil))
 			}
 			if inBatch {
-				return answerErr(in.id, invalidRequest("initialize must not be part of a batch")), true
+				return nil, answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch"))
 			}
-			return e.initialize(p, in), true
+			return nil, e.initialize(p, in)
 		case "tools/list", "tools/call":
 		default:
-			return answerErr(in.id, methodNotFound(in.method)), true
+			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
 	}
-	if p.conn != nil {
-		return p.conn.start(p, in, deliver)
-	}
-	if inBatch && e.goCall(func() {
-		if p.batchSlots != nil {
-			p.batchSlots <- struct{}{}
-			defer func() { <-p.batchSlots }()
-		}
-		deliver(e.serve(p.ctx, p, in, nil))
-	}) {
-		return reply{}, false
-	}
-	return e.serve(p.ctx, p, in, nil), true
+	return in, reply{}
 }
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
 // element through handle, answered with one array once every element is
 // done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
 // when set, is asked how many elements may run at once (0: Busy).
-func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, deliver func(reply)) {
-	if !batchesAllowed(p.legacyVersion()) {
-		deliver(invalid(id{}, invalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, to sink) {
+	if !batchesAllowed(p.carrier.legacyVersion()) {
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
 		return
 	}
-	elems := elements(frame)
+	elems := jsonrpc.Elements(frame)
 	switch {
 	case len(elems) == 0:
-		deliver(invalid(id{}, invalidRequest("empty batch")))
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
 		return
 	case len(elems) > max:
-		deliver(invalid(id{}, invalidRequest("batch too large")))
+		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
 		return
 	}
 	if admit != nil {
 		run := admit(len(elems))
 		if run <= 0 {
-			deliver(reply{kind: Busy})
+			to.deliver(reply{kind: Busy})
 			return
 		}
 		if run < len(elems) {
 			p.batchSlots = make(chan struct{}, run)
 		}
 	}
-	b := &batch{slots: make([][]byte, len(elems)), pending: len(elems), deliver: deliver}
+	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
+	for i := range b.slots {
+		b.slots[i].b = b
+	}
 	for i, el := range elems {
-		if firstByte(el) != '{' {
-			b.put(i, reply{Answered, errorFrame(id{}, invalidRequest("not a JSON-RPC message"))})
+		if jsonrpc.FirstByte(el) != '{' {
+			b.slots[i].deliver(reply{Answered, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))})
 			continue
 		}
-		put := func(r reply) { b.put(i, r) }
-		if r, ok := e.handle(p, el, true, put); ok {
-			put(r)
-		}
+		e.handle(p, el, true, &b.slots[i])
 	}
 }
 
-// batch collects the answers of one batch.
+// batch collects the answers of one batch, one slot per element.
 type batch struct {
-	mu      sync.Mutex
-	slots   [][]byte
+	mu      sync.Mutex // guards pending and the slots' bodies
+	slots   []batchSlot
 	pending int
-	deliver func(reply)
+	to      sink
 }
 
-func (b *batch) put(i int, r reply) {
+// batchSlot is one element's sink and, once delivered, its answer.
+type batchSlot struct {
+	b    *batch
+	body []byte
+}
+
+func (s *batchSlot) deliver(r reply) {
+	b := s.b
 	b.mu.Lock()
 	if r.kind != Cancelled {
-		b.slots[i] = r.body
+		s.body = r.body
 	}
 	b.pending--
 	done := b.pending == 0
@@ -282,30 +277,30 @@ func (b *batch) put(i int, r reply) {
 	}
 	out := []byte{'['}
 	for _, s := range b.slots {
-		if s != nil {
+		if s.body != nil {
 			if len(out) > 1 {
 				out = append(out, ',')
 			}
-			out = append(out, s...)
+			out = append(out, s.body...)
 		}
 	}
 	if len(out) == 1 {
-		b.deliver(accepted) // notifications only: no output
+		b.to.deliver(accepted) // notifications only: no output
 		return
 	}
-	b.deliver(answered(append(out, ']')))
+	b.to.deliver(answered(append(out, ']')))
 }
 
 // parseParams fills in (a zero inbound) with m's id and method, and splits
 // its params into members, refusing duplicates among them and among
 // _meta's members (docs/SPEC.md §4: members compared with headers are
 // matched exactly; a duplicate is -32600).
-func parseParams(m *message, in *inbound) *Error {
-	in.id, in.method = m.id, m.method
-	if m.params == nil {
+func parseParams(m *jsonrpc.Message, in *inbound) *Error {
+	in.id, in.method = m.ID, m.Method
+	if m.Params == nil {
 		return nil
 	}
-	if m.params[0] == '[' {
+	if m.Params[0] == '[' {
 		in.array = true
 		return nil
 	}
@@ -313,15 +308,15 @@ func parseParams(m *message, in *inbound) *Error {
 	// a second _meta is a duplicate in params anyway.
 	in.meta = in.mbuf[:0]
 	var dup, metaDup bool
-	in.params, _, dup, metaDup = membersAt(m.params, 0, in.pbuf[:0], "_meta", &in.meta)
+	in.params, _, dup, metaDup = jsonrpc.MembersAt(m.Params, 0, in.pbuf[:0], "_meta", &in.meta)
 	if len(in.meta) == 0 {
 		in.meta = nil // absent, or not an object
 	}
 	switch {
 	case dup:
-		return invalidRequest("duplicate member in params")
+		return jsonrpc.InvalidRequest("duplicate member in params")
 	case metaDup:
-		return invalidRequest("duplicate member in params._meta")
+		return jsonrpc.InvalidRequest("duplicate member in params._meta")
 	}
 	return nil
 }
@@ -333,7 +328,7 @@ func isModern(in *inbound, h *Headers) bool {
 	if _, ok := in.metaValue(metaProtocolVersion); ok {
 		return true
 	}
-	return h != nil && h.HasProtocolVersion && !isLegacyVersion(headerValue(h.ProtocolVersion))
+	return h != nil && h.HasProtocolVersion && !isLegacyVersion(h.ProtocolVersion)
 }
 
 // validateModern runs the modern checks in docs/SPEC.md §4's order.
@@ -341,15 +336,15 @@ func validateModern(in *inbound, h *Headers) *Error {
 	vraw, hasV := in.metaValue(metaProtocolVersion)
 	caps, hasCaps := in.metaValue(metaClientCapabilities)
 	if in.meta == nil || !hasV || !hasCaps {
-		return invalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
+		return jsonrpc.InvalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
 	}
-	if !isString(vraw) {
-		return invalidParams(metaProtocolVersion + " must be a string")
+	if !jsonrpc.IsString(vraw) {
+		return jsonrpc.InvalidParams(metaProtocolVersion + " must be a string")
 	}
-	if !isObject(caps) {
-		return invalidParams(metaClientCapabilities + " must be an object")
+	if !jsonrpc.IsObject(caps) {
+		return jsonrpc.InvalidParams(metaClientCapabilities + " must be an object")
 	}
-	in.version = unquote(vraw)
+	in.version = jsonrpc.Unquote(vraw)
 	if h != nil {
 		if e := checkHeaders(in, h); e != nil {
 			return e
@@ -366,25 +361,25 @@ func validateModern(in *inbound, h *Headers) *Error {
 	case "server/discover", "tools/list", "tools/call":
 		return nil
 	}
-	return methodNotFound(in.method)
+	return jsonrpc.MethodNotFound(in.method)
 }
 
 // checkHeaders compares MCP-Protocol-Version, Mcp-Method and (tools/call)
 // Mcp-Name with the body (-32020 HeaderMismatch).
 func checkHeaders(in *inbound, h *Headers) *Error {
-	mismatch := func(what string) *Error { return newError(CodeHeaderMismatch, "Header mismatch: "+what) }
-	if !h.HasProtocolVersion || headerValue(h.ProtocolVersion) != in.version {
+	mismatch := func(what string) *Error { return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what) }
+	if !h.HasProtocolVersion || h.ProtocolVersion != in.version {
 		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
 	}
-	if !h.HasMethod || headerValue(h.Method) != in.method {
+	if !h.HasMethod || h.Method != in.method {
 		return mismatch("Mcp-Method must equal the method")
 	}
 	if in.method == "tools/call" {
 		raw, ok := in.param("name")
-		if !ok || !isString(raw) {
+		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !equalString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}
@@ -394,33 +389,31 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 // initialize answers a legacy initialize. On a connection it negotiates
 // once; an exchange answers it without keeping state (docs/SPEC.md §4).
 func (e *Engine) initialize(p *peer, in *inbound) reply {
-	if p.conn != nil && p.conn.negotiated() {
-		return answerErr(in.id, invalidRequest("already initialized"))
+	if p.carrier.negotiated() {
+		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	if in.params == nil {
-		return answerErr(in.id, invalidParams("initialize needs params"))
+		return answerErr(in.id, jsonrpc.InvalidParams("initialize needs params"))
 	}
 	raw, ok := in.param("protocolVersion")
-	if !ok || !isString(raw) {
-		return answerErr(in.id, invalidParams("initialize needs a string protocolVersion"))
+	if !ok || !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("initialize needs a string protocolVersion"))
 	}
-	version := unquote(raw)
+	version := jsonrpc.Unquote(raw)
 	if !isLegacyVersion(version) {
 		version = latestLegacyVersion
 	}
-	if p.conn != nil {
-		caps, _ := in.param("capabilities")
-		if !p.conn.negotiate(version, caps) {
-			return answerErr(in.id, invalidRequest("already initialized"))
-		}
+	caps, _ := in.param("capabilities")
+	if !p.carrier.negotiate(version, caps) {
+		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
-	b := appendString([]byte(`{"protocolVersion":`), version)
+	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
-		b = appendString(append(b, `,"instructions":`...), e.instructions)
+		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
-	return answered(encodeResponse(in.id, append(b, '}'), nil))
+	return answered(jsonrpc.EncodeResponse(in.id, append(b, '}'), nil))
 }
 
 // serve runs a request that needs the session (tools/list, tools/call,
@@ -428,7 +421,7 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 // the call's prompts reach a legacy client (docs/SPEC.md §6).
 func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	if in.array {
-		return answerErr(in.id, invalidParams("params must be an object"))
+		return answerErr(in.id, jsonrpc.InvalidParams("params must be an object"))
 	}
 	switch in.method {
 	case "server/discover":
@@ -436,7 +429,7 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 		b = append(b, `,"capabilities":{"tools":{}}`...)
 		if e.instructions != "" {
-			b = appendString(append(b, `,"instructions":`...), e.instructions)
+			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 		}
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
@@ -451,7 +444,7 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 // members follow, then resultTail. The two are the one place results are
 // stamped; a response is built in one buffer.
 func (e *Engine) resultHead(b []byte, in *inbound, resultType string) []byte {
-	b = append(appendHead(b, in.id), `,"result":{`...)
+	b = append(jsonrpc.AppendResponseHead(b, in.id), `,"result":{`...)
 	if in.modern {
 		b = append(append(append(b, `"resultType":"`...), resultType...), `",`...)
 	}
@@ -476,15 +469,15 @@ func (e *Engine) appendCacheable(b []byte) []byte {
 
 func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	if _, ok := in.param("cursor"); ok {
-		return answerErr(in.id, invalidParams("tools/list has one page; cursor is not supported"))
+		return answerErr(in.id, jsonrpc.InvalidParams("tools/list has one page; cursor is not supported"))
 	}
 	cat, err := e.catalog(ctx)
 	if err != nil {
-		return answerErr(in.id, newError(CodeInternalError, domain.ClientMessage(err)))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
 	tools, err := domain.MarshalJSON(cat.Tools())
 	if err != nil {
-		return answerErr(in.id, newError(CodeInternalError, "Internal error: the tool list could not be encoded"))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "Internal error: the tool list could not be encoded"))
 	}
 	b := e.resultHead(make([]byte, 0, len(tools)+256), in, "complete")
 	b = append(append(b, `"tools":`...), tools...)
@@ -497,16 +490,16 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 // callTool is docs/SPEC.md §3 in order.
 func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	raw, ok := in.param("name")
-	if !ok || !isString(raw) {
-		return answerErr(in.id, invalidParams("tools/call needs a string name"))
+	if !ok || !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("tools/call needs a string name"))
 	}
-	name := unquote(raw)
+	name := jsonrpc.Unquote(raw)
 	args, ok := in.param("arguments")
 	switch {
 	case !ok:
 		args = []byte(`{}`) // made here only: most calls carry arguments
-	case !isObject(args):
-		return answerErr(in.id, invalidParams("arguments must be an object"))
+	case !jsonrpc.IsObject(args):
+		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
 	if in.modern {
 		if e.roundsOn(in) {
@@ -527,7 +520,7 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 	if o.rerr != nil {
 		return answerErr(in.id, o.rerr)
 	}
-	b := e.resultHead(make([]byte, 0, 160+len(in.id.raw)+2*o.size()), in, "complete")
+	b := e.resultHead(make([]byte, 0, 160+len(in.id.Raw())+2*o.size()), in, "complete")
 	return answered(e.resultTail(o.appendTo(b), in))
 }
 
@@ -536,19 +529,19 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 // must be an object and requestState a string, and any requestState is
 // unknown (-32602).
 func checkRoundParams(in *inbound) *Error {
-	if r, ok := in.param("inputResponses"); ok && !isObject(r) {
-		return invalidParams("inputResponses must be an object")
+	if r, ok := in.param("inputResponses"); ok && !jsonrpc.IsObject(r) {
+		return jsonrpc.InvalidParams("inputResponses must be an object")
 	}
 	if s, ok := in.param("requestState"); ok {
-		if !isString(s) {
-			return invalidParams("requestState must be a string")
+		if !jsonrpc.IsString(s) {
+			return jsonrpc.InvalidParams("requestState must be a string")
 		}
 		return errUnknownState
 	}
 	return nil
 }
 
-var errUnknownState = invalidParams("unknown or expired requestState")
+var errUnknownState = jsonrpc.InvalidParams("unknown or expired requestState")
 
 var errShutdownResult = toolOutcome{result: domain.ToolError(ErrShuttingDown.Error())}
 
@@ -593,7 +586,7 @@ func (o toolOutcome) appendTo(b []byte) []byte {
 		scratch.Put(buf)
 		return appendToolResult(b, domain.ToolError("tool result could not be encoded"))
 	}
-	b = appendString(append(b, `"content":[{"type":"text","text":`...), text)
+	b = jsonrpc.AppendString(append(b, `"content":[{"type":"text","text":`...), text)
 	b = strconv.AppendBool(append(b, `}],"isError":`...), !o.env.Success)
 	if cap(text) <= 1<<20 { // a huge result's buffer is not kept
 		*buf = text
@@ -623,7 +616,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 		if !ok {
 			return toolError(e.submit.InvalidArgumentsMessage())
 		}
-		turn, err := e.session.Submit(ctx, prompt, caller)
+		turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
 		switch {
 		case e.shuttingDown(ctx):
 			return errShutdownResult
@@ -632,7 +625,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 		case errors.Is(err, ports.ErrRefused):
 			return toolError(domain.ClientMessage(err))
 		default:
-			return toolOutcome{rerr: newError(CodeInternalError, domain.ClientMessage(err))}
+			return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
 		}
 	}
 	if !cat.Has(name) {
@@ -652,7 +645,7 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 // tool error msg, anything else -32603 with msg (docs/SPEC.md §4).
 func (e *Engine) refusal(in *inbound, msg string) reply {
 	if in.method != "tools/call" {
-		return answerErr(in.id, newError(CodeInternalError, msg))
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, msg))
 	}
 	return e.callResult(in, toolError(msg))
 }
@@ -665,8 +658,8 @@ func appendToolResult(b []byte, r domain.ToolResult) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(append(b, `{"type":`...), c.Type)
-		b = appendString(append(b, `,"text":`...), c.Text)
+		b = jsonrpc.AppendString(append(b, `{"type":`...), c.Type)
+		b = jsonrpc.AppendString(append(b, `,"text":`...), c.Text)
 		b = append(b, '}')
 	}
 	b = append(b, ']')

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"sync"
 	"time"
 
@@ -24,12 +25,14 @@ import (
 // A parked call is still its client's call: while a request waits for it,
 // that request going away (an HTTP client leaving, a notifications/cancelled
 // naming it) ends the call; while it is parked, expiry, a notifications/
-// cancelled naming the chain's latest id (streams), the end of the stream
-// that minted it, eviction by a newer round of the same principal and
-// Shutdown end it. Ending a call settles its prompts closed and cancels its
-// context, so it always finishes and its goroutine always ends; a request
-// that ended it waits for that goroutine, so the call counts against its
-// carrier's in-flight bound until it has returned.
+// cancelled naming the chain's latest id (streams), the request that parked
+// it losing its answer (abandon), the end of the stream that minted it,
+// eviction by a newer round of the same principal and Shutdown end it.
+// Expiry is the call's deadline: the round lifetime from its last park.
+// Ending a call settles its prompts closed and cancels its context, so it
+// always finishes and its goroutine always ends; a request that ended it
+// waits for that goroutine, so the call counts against its carrier's
+// in-flight bound until it has returned.
 
 // promptKey is the one key under which a round's input request travels.
 const promptKey = "prompt"
@@ -61,8 +64,9 @@ func stopTimers(ps []*parked) []*parked {
 	return ps
 }
 
-// parked is what the round store keeps: the call, its waiting prompt, the
-// binding's connection or principal, and the round's expiry timer.
+// parked is what the round store keeps: the call, the prompt its token
+// was minted for, the binding's connection or principal, and the call's
+// expiry timer (the call-level deadline, from its last park).
 type parked struct {
 	call   *parkedCall
 	prompt *roundPrompt
@@ -70,25 +74,28 @@ type parked struct {
 	timer  *time.Timer
 }
 
-// parkedCall is one tools/call running under rounds.
+// parkedCall is one tools/call running under rounds. Its state lives under
+// mu and changes in three places only: the session raising a prompt (ask),
+// the call returning (run in startParked), and the call ending (end). Each
+// change is followed by a non-blocking send on wake, and the one request
+// waiting for the call (awaitRound) re-reads the state after every wake, so
+// neither side ever blocks on the other: a session may ask any number of
+// prompts on any context, whether or not a request is waiting.
 type parkedCall struct {
-	ctx    context.Context
+	ctx    context.Context // the call's own, under the engine's
 	cancel context.CancelCauseFunc
 	who    ports.Principal
-	events chan roundEvent // at most a stale prompt and the result: never blocks
-	done   chan struct{}   // closed when the session call has returned
+	wake   chan struct{} // capacity 1: "the state changed", sent without blocking
+	done   chan struct{} // closed when the session call has returned
+	turn   chan struct{} // capacity 1: one prompt at a time
 
-	promptMu sync.Mutex // one prompt at a time: a second waits for the next round
-
-	mu      sync.Mutex // guards the fields below
-	over    bool       // ended: prompts settle closed from now on
-	current *roundPrompt
-	waiter  *callCaller // the request waiting now (progress goes to it)
-}
-
-type roundEvent struct {
-	prompt  *roundPrompt
-	outcome toolOutcome
+	mu       sync.Mutex   // guards the fields below
+	over     bool         // ended: prompts settle closed from now on
+	current  *roundPrompt // the prompt the session waits on; nil: none
+	shown    bool         // current was handed to a request (parked)
+	finished bool         // the call returned with outcome
+	outcome  toolOutcome
+	waiter   *callCaller // the request waiting now (progress goes to it)
 }
 
 type roundPrompt struct {
@@ -98,6 +105,15 @@ type roundPrompt struct {
 }
 
 func (p *roundPrompt) answer(raw json.RawMessage) { p.once.Do(func() { p.reply <- raw }) }
+
+// signal wakes the request waiting for the call, if any; a wake nobody
+// takes stays for the next request, which re-reads the state anyway.
+func (pc *parkedCall) signal() {
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+}
 
 // end settles the call's prompts closed from now on and cancels it with
 // cause.
@@ -121,47 +137,83 @@ func (pc *parkedCall) ended() bool {
 	}
 }
 
-// ask raises one prompt and blocks until it is answered or settled closed.
-func (pc *parkedCall) ask(ctx context.Context, form domain.Form, unpark func(*roundPrompt)) json.RawMessage {
-	pc.promptMu.Lock()
-	defer pc.promptMu.Unlock()
+// ask raises one prompt and blocks until it is answered, settled closed,
+// ctx ends (the session gave up on it) or the call ends. It never blocks
+// on the request side: the prompt is state, and a request picks it up when
+// one waits. A prompt the session gave up on leaves its round standing: the
+// token names the call, whose next prompt or result answers the retry.
+func (pc *parkedCall) ask(ctx context.Context, form domain.Form) json.RawMessage {
+	select {
+	case pc.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	case <-pc.ctx.Done():
+		return nil
+	}
+	defer func() { <-pc.turn }()
 	p := &roundPrompt{form: form, reply: make(chan json.RawMessage, 1)}
 	pc.mu.Lock()
 	if pc.over {
 		pc.mu.Unlock()
 		return nil
 	}
-	pc.current = p
+	pc.current, pc.shown = p, false
 	pc.mu.Unlock()
-	pc.events <- roundEvent{prompt: p}
-	defer func() {
-		pc.mu.Lock()
-		pc.current = nil
-		pc.mu.Unlock()
-	}()
+	pc.signal()
+	var raw json.RawMessage
 	select {
-	case raw := <-p.reply:
-		return raw
+	case raw = <-p.reply:
 	case <-ctx.Done():
-		unpark(p) // the session gave up on this prompt: it holds no place any more
-		return nil
+	case <-pc.ctx.Done():
 	}
+	pc.mu.Lock()
+	if pc.current == p {
+		pc.current = nil
+	}
+	pc.mu.Unlock()
+	return raw
+}
+
+// waitingOn reports whether the session still waits on p.
+func (pc *parkedCall) waitingOn(p *roundPrompt) bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.current == p
+}
+
+// finish records the call's outcome and wakes its waiter.
+func (pc *parkedCall) finish(o toolOutcome) {
+	pc.mu.Lock()
+	pc.finished, pc.outcome = true, o
+	pc.mu.Unlock()
+	pc.signal()
+}
+
+// next is what a waiting request acts on: the outcome (finished), or a
+// prompt not yet handed to any request (taken by this call), or nothing
+// yet.
+func (pc *parkedCall) next() (o toolOutcome, finished bool, fresh *roundPrompt) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.finished {
+		return pc.outcome, true, nil
+	}
+	if pc.current != nil && !pc.shown {
+		pc.shown = true
+		return toolOutcome{}, false, pc.current
+	}
+	return toolOutcome{}, false, nil
 }
 
 // roundCaller is the Caller a parked call's session sees.
 type roundCaller struct {
-	e  *Engine
 	pc *parkedCall
 }
 
 var _ ports.Caller = roundCaller{}
 
-func (r roundCaller) unpark(p *roundPrompt) {
-	r.e.rounds.removeIf(func(x *parked) bool { return x.call == r.pc && x.prompt == p })
-}
-
 func (r roundCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
-	return decide(r.pc.ask(ctx, domain.PermissionForm(p), r.unpark))
+	return decide(r.pc.ask(ctx, domain.PermissionForm(p)))
 }
 
 func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
@@ -169,7 +221,7 @@ func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 	if !ok {
 		return domain.Answer{}
 	}
-	return answerOf(p, r.pc.ask(ctx, form, r.unpark))
+	return answerOf(p, r.pc.ask(ctx, form))
 }
 
 func (r roundCaller) Progress(ctx context.Context, progress, total float64, message string) {
@@ -201,13 +253,13 @@ type elicitParms struct {
 func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
 	digest, ok := domain.ArgumentsDigest(args)
 	if !ok {
-		return answerErr(in.id, invalidParams("arguments are not valid JSON"))
+		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
 	}
-	bind := domain.RoundBinding{Principal: p.binding(), Tool: name, ArgsDigest: digest}
-	var responses []member
+	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name, ArgsDigest: digest}
+	var responses []jsonrpc.Member
 	if r, ok := in.param("inputResponses"); ok {
-		if !isObject(r) {
-			return answerErr(in.id, invalidParams("inputResponses must be an object"))
+		if !jsonrpc.IsObject(r) {
+			return answerErr(in.id, jsonrpc.InvalidParams("inputResponses must be an object"))
 		}
 		responses = mustMembers(r)
 	}
@@ -217,28 +269,32 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if !resuming {
 		return e.awaitRound(ctx, p, in, bind, e.startParked(name, args, p.principal, waiter))
 	}
-	if !isString(raw) {
-		return answerErr(in.id, invalidParams("requestState must be a string"))
+	if !jsonrpc.IsString(raw) {
+		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
 	}
-	x, err := e.rounds.Take(unquote(raw), bind, time.Now())
+	x, err := e.rounds.Take(jsonrpc.Unquote(raw), bind, time.Now())
 	if err != nil {
 		return answerErr(in.id, errUnknownState)
 	}
 	x.timer.Stop()
+	pc := x.call
 	// This request receives the call's progress from now on, before the
 	// call resumes: its first report is not lost.
-	x.call.setWaiter(waiter)
-	answer, ok := lookup(responses, promptKey)
-	if !ok {
+	pc.setWaiter(waiter)
+	answer, ok := jsonrpc.Lookup(responses, promptKey)
+	switch {
+	case ok:
+		// An answer to a prompt the session gave up on is dropped: the
+		// retry gets the call's next prompt or its result.
+		x.prompt.answer(append(json.RawMessage(nil), answer...))
+	case pc.waitingOn(x.prompt):
 		// The answer is missing: ask the same prompt again, under a new token.
-		if r, parked := e.parkRound(p, in, bind, x.call, x.prompt); parked {
-			x.call.setWaiter(nil)
+		if r, parked := e.parkRound(p, in, bind, pc, x.prompt); parked {
+			pc.setWaiter(nil)
 			return r
 		}
-		return e.awaitRound(ctx, p, in, bind, x.call)
 	}
-	x.prompt.answer(append(json.RawMessage(nil), answer...))
-	return e.awaitRound(ctx, p, in, bind, x.call)
+	return e.awaitRound(ctx, p, in, bind, pc)
 }
 
 // setWaiter names the request progress goes to (nil: none).
@@ -252,20 +308,21 @@ func (pc *parkedCall) setWaiter(w *callCaller) {
 // its progress goes to waiter from the start.
 func (e *Engine) startParked(name string, args []byte, who ports.Principal, waiter *callCaller) *parkedCall {
 	ctx, cancel := context.WithCancelCause(e.base)
-	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, waiter: waiter, events: make(chan roundEvent, 2), done: make(chan struct{})}
+	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, waiter: waiter,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	args = append([]byte(nil), args...) // the request's buffer does not outlive it
 	run := func() {
 		defer close(pc.done)
 		defer cancel(nil)
-		o := e.runTool(ctx, roundCaller{e, pc}, name, args)
-		e.rounds.removeIf(func(x *parked) bool { return x.call == pc }) // a finished call holds no round
-		pc.events <- roundEvent{outcome: o}
+		// A call that returns while parked keeps its round: the retry
+		// collects the outcome (until the call's deadline).
+		pc.finish(e.runTool(ctx, roundCaller{pc}, name, args))
 	}
 	if !e.goCall(run) {
 		// The engine has stopped: the call ends before it starts.
 		cancel(ErrShuttingDown)
+		pc.finish(errShutdownResult)
 		close(pc.done)
-		pc.events <- roundEvent{outcome: errShutdownResult}
 	}
 	return pc
 }
@@ -275,15 +332,18 @@ func (e *Engine) startParked(name string, args []byte, who ports.Principal, wait
 func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall) reply {
 	defer pc.setWaiter(nil)
 	for {
-		select {
-		case ev := <-pc.events:
-			if ev.prompt == nil {
-				return e.callResult(in, ev.outcome)
-			}
-			if r, parked := e.parkRound(p, in, bind, pc, ev.prompt); parked {
+		o, finished, prompt := pc.next()
+		switch {
+		case finished:
+			return e.callResult(in, o)
+		case prompt != nil:
+			if r, parked := e.parkRound(p, in, bind, pc, prompt); parked {
 				return r
 			}
-			// No room: the prompt settled closed; keep waiting.
+			continue // no room: the prompt settled closed; keep waiting
+		}
+		select {
+		case <-pc.wake:
 		case <-ctx.Done():
 			// The request ended while it waited for the call: the call is
 			// this client's and ends with it, then the request answers
@@ -304,8 +364,10 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 	}
 }
 
-// parkRound stores the round and answers input_required. With no room left
-// it settles the prompt closed and reports false.
+// parkRound stores the round and answers input_required; the call's
+// deadline is the round lifetime from now. With no room left it settles
+// the prompt closed and reports false. The request remembers the call
+// (in.parked): if its answer is dropped, the call ends (abandon).
 func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall, prompt *roundPrompt) (reply, bool) {
 	// The timer exists before the round is visible, so whoever removes the
 	// round can stop it.
@@ -320,14 +382,33 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 		prompt.answer(nil)
 		return reply{}, false
 	}
-	if p.conn != nil {
-		p.conn.addChain(in.id.key(), pc)
+	if e.isStopping() {
+		// Shutdown may have drained the store before this round entered it.
+		e.endParked(pc, ErrShuttingDown)
+		return reply{}, false
 	}
+	in.parked = pc
+	p.carrier.parkedOn(in.id, pc)
 	params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
 	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
 	b = append(append(b, `"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`...), params...)
-	b = appendString(append(b, `}},"requestState":`...), token)
+	b = jsonrpc.AppendString(append(b, `}},"requestState":`...), token)
 	return answered(e.resultTail(b, in)), true
+}
+
+// abandon ends the call a request parked when the request's answer is
+// dropped (an HTTP client that left, a stream request cancelled before its
+// answer was written): nobody holds its token (docs/SPEC.md §6: a retry
+// that is cancelled or disconnects ends the parked call). Like a request
+// that ends a call while waiting, it waits for the call's goroutine.
+func (e *Engine) abandon(in *inbound, cause error) {
+	if in == nil || in.parked == nil {
+		return
+	}
+	pc := in.parked
+	in.parked = nil
+	e.endParked(pc, cause)
+	<-pc.done
 }
 
 // Causes of a parked call's end when its round ended without an answer.

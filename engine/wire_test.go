@@ -47,3 +47,31 @@ func TestInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadersComparedAsGiven: the engine compares the headers it is handed
+// with the body byte for byte; normalising them (Streamable HTTP's
+// =?base64?…?= encoding, surrounding whitespace) is the carrier's. An
+// encoded or padded name the carrier did not decode is a mismatch (-32020).
+func TestHeadersComparedAsGiven(t *testing.T) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(t, e)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	for _, tc := range []struct {
+		name, version string
+		want          string
+	}{
+		{"echo", "2026-07-28", `"result"`},
+		{"=?base64?ZWNobw==?=", "2026-07-28", `"code":-32020`},
+		{" echo ", "2026-07-28", `"code":-32020`},
+		{"echo", " 2026-07-28", `"code":-32020`},
+	} {
+		h := engine.Headers{ProtocolVersion: tc.version, HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: tc.name, HasName: true}
+		r := e.Exchange(t.Context(), body, engine.ExchangeOptions{Headers: h})
+		if !strings.Contains(string(r.Body), tc.want) {
+			t.Errorf("Mcp-Name %q, version %q: %v %s, want %s", tc.name, tc.version, r.Kind, r.Body, tc.want)
+		}
+	}
+}

@@ -310,7 +310,13 @@ func checkPrompt(t *testing.T, label string, raw json.RawMessage, form formKind,
 	}
 	switch form {
 	case permissionForm:
-		if err := checkFormSchema(p.RequestedSchema, "decision", "allow_once", "deny"); err != nil {
+		// Titled choices (MCP 2025-11-25 TitledSingleSelectEnumSchema): the
+		// person sees "Allow once" / "Deny", not the values.
+		titled := map[string]any{"type": "string", "title": "Decision", "oneOf": []any{
+			map[string]any{"const": "allow_once", "title": "Allow once"},
+			map[string]any{"const": "deny", "title": "Deny"},
+		}}
+		if err := checkFormSchema(p.RequestedSchema, "decision", titled); err != nil {
 			t.Errorf("%s: want the permission form: %v", label, err)
 		}
 		sum := sha256.Sum256([]byte(call.content))
@@ -320,7 +326,7 @@ func checkPrompt(t *testing.T, label string, raw json.RawMessage, form formKind,
 			}
 		}
 	case overwriteForm:
-		if err := checkFormSchema(p.RequestedSchema, "answer", "overwrite", "keep"); err != nil {
+		if err := checkFormSchema(p.RequestedSchema, "answer", map[string]any{"type": "string", "enum": []string{"overwrite", "keep"}}); err != nil {
 			t.Errorf("%s: want the overwrite-or-keep form: %v", label, err)
 		}
 		if !strings.Contains(p.Message, call.path) {
@@ -330,8 +336,8 @@ func checkPrompt(t *testing.T, label string, raw json.RawMessage, form formKind,
 }
 
 // checkFormSchema checks a requestedSchema: an object with one property,
-// key, required, a string restricted to enum.
-func checkFormSchema(raw json.RawMessage, key string, enum ...string) error {
+// key, required, whose schema is prop.
+func checkFormSchema(raw json.RawMessage, key string, prop any) error {
 	var s struct {
 		Type       string                     `json:"type"`
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -340,7 +346,7 @@ func checkFormSchema(raw json.RawMessage, key string, enum ...string) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fmt.Errorf("requestedSchema %s: %v", raw, err)
 	}
-	wantProp, err := json.Marshal(map[string]any{"type": "string", "enum": enum})
+	wantProp, err := json.Marshal(prop)
 	if err != nil {
 		return err
 	}

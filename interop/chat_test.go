@@ -157,7 +157,7 @@ func checkAgentRequests(t *testing.T, e *chatEndpoint) {
 		for _, tool := range r.Tools {
 			tools = append(tools, tool.Function.Name)
 		}
-		if r.Model != "scripted" || !r.Stream || strings.Join(tools, " ") != "list_dir read_file search_text write_file" {
+		if r.Model != "scripted" || !r.Stream || strings.Join(tools, " ") != "list_dir read_file search_text write_file edit_file find_files" {
 			t.Errorf("request %d: model %q stream %v tools %q", i+1, r.Model, r.Stream, tools)
 		}
 	}

@@ -27,7 +27,7 @@ var binPath string
 var (
 	// wantTools is the tools/list order: the reference session's runtime
 	// tools, then the submission tool last.
-	wantTools = []string{"list_dir", "read_file", "search_text", "write_file", "agent_submit"}
+	wantTools = []string{"list_dir", "read_file", "search_text", "write_file", "edit_file", "find_files", "agent_submit"}
 
 	wantSubmitDescription = "Submit a prompt to the agent and await its turn"
 	wantSubmitSchema      = `{"type":"object","properties":{"prompt":{"type":"string","minLength":1}},"required":["prompt"],"additionalProperties":false}`

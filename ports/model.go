@@ -32,6 +32,12 @@ type Model interface {
 	// Any other error fails the step: the endpoint could not be reached,
 	// refused the request (a bad key, an unknown model), kept failing after
 	// its retries, or answered something that is not a chat completion.
+	//
+	// An error's message may repeat what the endpoint wrote (cleaned of
+	// credentials), which may quote the request; the form a log may hold is
+	// the error's [log/slog.LogValuer] value when it has one (the same facts
+	// without anything the endpoint wrote). A caller logs nothing else of
+	// the error but its kind (docs/SPEC.md §9).
 	Step(ctx context.Context, req ModelRequest) (AssistantMessage, error)
 
 	// Describe names the model and the endpoint for logs and messages: never
@@ -108,8 +114,21 @@ type AssistantMessage struct {
 	ToolCalls []ToolCall
 
 	// FinishReason is the endpoint's finish_reason ("stop", "tool_calls",
-	// "length", "content_filter", …), or "" when it sent none.
+	// "length", "content_filter", …), or "" when it sent none. Some servers
+	// say "stop" although they sent tool calls: the calls decide.
 	FinishReason string
+
+	// Usage is the step's token counts when the endpoint reported them, else
+	// nil.
+	Usage *TokenUsage
+}
+
+// TokenUsage is a step's token counts as the endpoint reported them
+// (OpenTelemetry's gen_ai.usage.input_tokens and output_tokens; Chat
+// Completions' prompt_tokens and completion_tokens).
+type TokenUsage struct {
+	InputTokens  int
+	OutputTokens int
 }
 
 // ErrNoChoices is the error kind of a model answer that held no choice (an

@@ -66,7 +66,11 @@ func (r refusal) Is(target error) bool { return target == ErrRefused }
 // use; after the call has finished they answer closed and send nothing.
 // RequestPermission and Ask may block for as long as a person takes to
 // answer (up to the round lifetime), and Progress may block on a slow
-// client: a session must not hold locks across them.
+// client: a session must not hold locks across them. Their ctx may be any
+// context — the call's, a shorter one (an approval bound), a longer one,
+// one already cancelled — and a call may ask any number of times: when ctx
+// ends first, that prompt settles closed and the call goes on
+// (docs/SPEC.md §6).
 type Caller interface {
 	// RequestPermission asks to allow one tool call. Anything but an explicit
 	// allow-once (decline, cancel, a malformed answer, a timeout, ctx ending)

@@ -91,3 +91,61 @@ need_node() {
 	(($(node_major) >= 20)) ||
 		die "node on PATH is $(node --version 2>/dev/null || echo missing) even after installing Node 22 into scripts/node: @modelcontextprotocol/sdk needs Node 20 or later"
 }
+
+# Steps with one line each (scripts/test.sh):
+#
+#   steps_begin [LOG]        every step's output goes to LOG (default: a new
+#                            file in $TMPDIR), named on the first line
+#   run_step NAME CMD...     prints NAME, runs CMD (a command or a function,
+#                            in this shell, so what it exports stays) with
+#                            its output appended to the log, then ends the
+#                            line with "ok  12s"; lines CMD writes to fd 3
+#                            are printed below it (a step's own summary)
+#
+# The name is printed before the step runs, so a CI log shows which step a
+# long run is in. A step that fails ends the script (set -e): the EXIT trap
+# ends its line with "FAIL  12s (exit N)" and prints the last
+# STEP_TAIL_LINES (default 80) lines of that step's output, so a CI log
+# shows what broke without the rest, which stays in the log file.
+steps_begin() {
+	steps_log="${1:-$(mktemp "${TMPDIR:-/tmp}/agentmcp-test.XXXXXX")}"
+	: >"$steps_log"
+	steps_current=""
+	echo "full output: $steps_log"
+	trap steps_on_exit EXIT
+}
+
+steps_elapsed() {
+	local s=$((SECONDS - steps_start))
+	if ((s >= 60)); then
+		printf '%dm%02ds' $((s / 60)) $((s % 60))
+	else
+		printf '%ds' "$s"
+	fi
+}
+
+run_step() {
+	steps_current="$1"
+	shift
+	steps_from=$(($(wc -l <"$steps_log") + 1))
+	steps_start=$SECONDS
+	printf '\n==> %s\n' "$steps_current" >>"$steps_log"
+	printf '%-66s ' "$steps_current"
+	steps_notes="$(mktemp "${TMPDIR:-/tmp}/agentmcp-step.XXXXXX")"
+	"$@" >>"$steps_log" 2>&1 3>"$steps_notes"
+	printf 'ok    %6s\n' "$(steps_elapsed)"
+	sed 's/^/    /' "$steps_notes"
+	rm -f "$steps_notes"
+	steps_current=""
+}
+
+steps_on_exit() {
+	local rc=$?
+	if ((rc != 0)) && [[ -n "${steps_current:-}" ]]; then
+		printf 'FAIL  %6s (exit %d)\n' "$(steps_elapsed)" "$rc"
+		printf '    the last %d lines of its output (all of it in %s):\n' "${STEP_TAIL_LINES:-80}" "$steps_log"
+		tail -n +"$steps_from" "$steps_log" | tail -n "${STEP_TAIL_LINES:-80}" | sed 's/^/    | /'
+		rm -f "${steps_notes:-}"
+	fi
+	return "$rc"
+}

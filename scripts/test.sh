@@ -23,8 +23,12 @@
 # it stops with one line naming the package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
 # 12's is 18), put first on PATH for the whole run.
-# Stops at the first failure. Extra arguments go to the three go test runs,
-# e.g. scripts/test.sh -count=1 -v.
+# Prints one line per step, with its result and time (the conformance step
+# adds one line per leg: passed, baselined, unexpected); every step's full
+# output goes to a log file named on the first line (AGENTMCP_TEST_LOG
+# chooses it). Stops at the first failure, printing the last 80 lines of
+# that step's output (STEP_TAIL_LINES). Extra arguments go to the three go
+# test runs, e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,53 +37,49 @@ lib_name="scripts/test.sh"
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
 
-step() { printf '\n==> %s\n' "$*"; }
+tools() {
+	export PATH="$PATH:/usr/local/go/bin"
+	command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
+	need_cmd gcc gcc libc6-dev # go test -race needs cgo
+	need_node
+	echo "$(go version); gcc $(gcc -dumpversion); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+}
 
-step "tools: go, gcc, node, npm"
-export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
-need_cmd gcc gcc libc6-dev # go test -race needs cgo
-need_node
-echo "$(go version); gcc $(gcc -dumpversion); node $(node --version) ($(command -v node)); npm $(npm --version)"
-
-step "npm packages for the TypeScript SDK client (interop/ts)"
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
 # the Node version changed since the last install (recorded in a stamp).
-stamp="$ts/node_modules/.agentmcp-installed"
-want="$(node --version) $(cksum <"$ts/package-lock.json")"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-	echo "up to date ($(node --version), package-lock.json unchanged)"
-else
-	(cd "$ts" && npm ci --no-audit --no-fund)
-	printf '%s\n' "$want" >"$stamp"
-fi
+ts_packages() {
+	local stamp="$ts/node_modules/.agentmcp-installed" want
+	want="$(node --version) $(cksum <"$ts/package-lock.json")"
+	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+		echo "up to date ($(node --version), package-lock.json unchanged)"
+	else
+		(cd "$ts" && npm ci --no-audit --no-fund)
+		printf '%s\n' "$want" >"$stamp"
+	fi
+}
 
-step "go test -race ./... (root module)"
-(cd "$repo" && go test -race "$@" ./...)
+# The seeds already ran as tests; this explores a little past them on every
+# run. A local campaign is FUZZTIME=1000000x bash scripts/fuzz.sh. A count,
+# not a duration: Go 1.26's fuzzing coordinator can fail a target with a
+# bare "context deadline exceeded", nothing found, when a duration -fuzztime
+# ends while a worker is busy (go.dev/issue/75804, fixed in Go 1.27); a
+# count has no deadline to race.
+fuzz() { FUZZTIME="${FUZZTIME:-10000x}" FUZZMINIMIZE="${FUZZMINIMIZE:-1s}" bash "$repo/scripts/fuzz.sh"; }
 
-step "every fuzz target, briefly (scripts/fuzz.sh with FUZZTIME=${FUZZTIME:-10000x})"
-# The seeds already ran as tests above; this explores a little past them on
-# every run. A local campaign is FUZZTIME=1000000x bash scripts/fuzz.sh.
-# A count, not a duration: Go 1.26's fuzzing coordinator can fail a target
-# with a bare "context deadline exceeded", nothing found, when a duration
-# -fuzztime ends while a worker is busy (go.dev/issue/75804, fixed in Go
-# 1.27); a count has no deadline to race.
-FUZZTIME="${FUZZTIME:-10000x}" FUZZMINIMIZE="${FUZZMINIMIZE:-1s}" bash "$repo/scripts/fuzz.sh"
+# -count=1 in the nested modules: their tests build and run binaries that
+# go test's result cache cannot see, so a cached pass could hide a change.
+conformance() {
+	bash "$repo/conformance/run.sh"
+	grep -E '^conformance [0-9-]+: .* unexpected$' "$steps_log" | tail -n 2 >&3
+}
 
-step "go test -race -count=1 ./... (interop module)"
-# -count=1: these tests build and run the root module's binary, which go
-# test's result cache cannot see, so a cached pass could hide a change.
-(cd "$repo/interop" && go test -race -count=1 "$@" ./...)
-
-step "go vet and go test -race -count=1 ./... (bench module, smoke mode)"
-# -count=1: the smoke test builds and runs cmd/benchserver and cmd/benchload,
-# which go test's result cache cannot see.
-(cd "$repo/bench" && go vet ./... && go test -race -count=1 "$@" ./...)
-
-step "official MCP conformance suite, both legs (conformance/run.sh)"
-bash "$repo/conformance/run.sh"
-
-step "end to end: the remote host behind nginx with a real authorization server (e2e/run.sh)"
-bash "$repo/e2e/run.sh"
-
-step "all tests passed"
+steps_begin "${AGENTMCP_TEST_LOG:-}"
+run_step "tools: go, gcc, node, npm" tools
+run_step "npm packages for the TypeScript SDK client (interop/ts)" ts_packages
+run_step "go test -race ./... (root module)" bash -c 'cd "$1" && shift && go test -race "$@" ./...' _ "$repo" "$@"
+run_step "every fuzz target, briefly (FUZZTIME=${FUZZTIME:-10000x})" fuzz
+run_step "go test -race -count=1 ./... (interop module)" bash -c 'cd "$1/interop" && shift && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
+run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
+run_step "official MCP conformance suite, both legs" conformance
+run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"
+echo "all tests passed"

@@ -24,13 +24,25 @@
 //
 // # Busy rules
 //
-// One turn at a time: a submission made while a turn runs is refused with
-// [ErrBusy], and so is every new tool call from a client (calls already in
-// flight when the turn starts finish beside it). The turn's own tool calls
-// go straight to the inner session. A submission whose ctx ended before its
-// turn started is refused. A turn that was cancelled (or ran out of time)
-// but is still ending is waited for, up to [WindDown], rather than refused,
-// so a client that cancels a turn and submits again at once is served.
+// One turn per conversation: a principal's submission made while its own
+// turn runs is refused with [ErrBusy]; other principals' turns run beside
+// it, at most [Options.MaxTurns] at once (default 4; beyond it a busy
+// refusal that says how many run). A client's own tool calls are never
+// refused because turns run: the workspace's calls are safe side by side (a
+// write is approved by itself and lands where it was approved), so nothing
+// one client leaves running blocks another's tools. A submission whose ctx
+// ended before its turn started is refused. A turn of the same conversation
+// that was cancelled (or ran out of time) but is still ending is waited
+// for, up to [WindDown], rather than refused, so a client that cancels a
+// turn and submits again at once is served.
+//
+// A prompt a turn's tool raises (a permission, a question) waits at most
+// [Options.ApprovalTimeout] (default 5 minutes), not the turn's 30 minutes
+// nor the carrier's round lifetime: unanswered, it settles closed and the
+// turn stops after that call with a response that says so. A new
+// submission does not supersede a turn waiting on a prompt: on a local
+// carrier every client is the same principal, and one client's submission
+// must not end another's turn.
 //
 // # Conversations
 //
@@ -39,14 +51,17 @@
 // conversation of its own on [Options.Root], so no principal ever sees
 // another's history. Conversations live in a [ports.ConversationStore]
 // ([Options.Store]; by default in memory, at most
-// [Options.MaxConversations], the least recently used dropped first): a
+// [Options.MaxConversations], the least recently updated dropped first): a
 // turn starts from what the store has committed, and its messages are
 // appended in one transaction when it ends, so a durable store carries a
 // conversation across restarts and between processes serving one root. A
-// conversation keeps whole turns, newest last, within
-// [Options.HistoryBytes]: after each turn the oldest whole turns are
-// dropped until the rest fit (the newest is always kept). The system
-// prompt is not part of the history and is sent every step.
+// conversation keeps the messages of finished turns, newest last, within
+// [Options.HistoryBytes]: a finished turn is first bounded to it (boundTurn:
+// its tool results and arguments become short notes, oldest first; if that
+// is not enough only its prompt and response stay, each cut), and that
+// bounded turn is what the store appends; then the store drops the oldest
+// whole turns until the rest fit, counted the same way. The system prompt
+// is not part of the history and is sent every step.
 //
 // A turn joins its conversation only when it ends with a response. A turn
 // that fails (the endpoint is down, the key is refused, the turn times out,
@@ -59,11 +74,20 @@
 //   - at most [Options.MaxSteps] model steps per turn (default 32); reaching
 //     it ends the turn with a response that says so;
 //   - at most [Options.MaxToolCallsPerStep] tool calls run per step (default
-//     16); the rest are answered with an error result;
+//     16); only those are kept in the turn, the rest become one note, so
+//     what a step keeps does not grow with what the model wrote;
 //   - each tool result is cut to [Options.MaxToolResultBytes] (default 64 KiB)
 //     before the model sees it, with a note saying so;
+//   - what the turn keeps and sends again with each step is bounded by
+//     [Options.TurnBytes] (default 2 MiB): beyond it the oldest results and
+//     arguments of the turn become short notes (the prompt stays whole);
 //   - the whole turn is bounded by [Options.TurnTimeout] (default 30
-//     minutes); each model request has its own timeout in the model adapter.
+//     minutes), each prompt of its tools by [Options.ApprovalTimeout]; each
+//     model request has its own timeout and answer size (8 MiB) in the model
+//     adapter.
+//
+// So a turn holds at most one model answer, its TurnBytes and one step's
+// results at a time, whatever the endpoint streams.
 //
 // # Bad model output
 //
@@ -87,8 +111,13 @@
 //
 // # Logging
 //
-// Counts, durations, tool names, the model's name and the endpoint: never a
-// prompt, a tool's arguments or result, a response, or a principal.
+// Counts, durations, tool names, the model's name and the endpoint, token
+// usage when the endpoint reports it, refusals and unanswered prompts with
+// their reasons: never a prompt, a tool's arguments or result, a response,
+// or a principal. A failed turn logs its error's log form
+// ([log/slog.LogValuer], which the model adapter gives without the
+// endpoint's own words: a validation error may quote the prompt), else its
+// kind only.
 package agent
 
 import (
@@ -106,6 +135,8 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/memstore"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Defaults of [Options].
@@ -113,9 +144,12 @@ const (
 	DefaultMaxSteps            = 32
 	DefaultMaxToolCallsPerStep = 16
 	DefaultMaxToolResultBytes  = 64 << 10
+	DefaultTurnBytes           = 2 << 20
 	DefaultHistoryBytes        = 256 << 10
 	DefaultMaxConversations    = 64
+	DefaultMaxTurns            = 4
 	DefaultTurnTimeout         = 30 * time.Minute
+	DefaultApprovalTimeout     = 5 * time.Minute
 	DefaultHeartbeat           = 5 * time.Second
 	DefaultTextInterval        = 500 * time.Millisecond
 
@@ -136,9 +170,9 @@ const (
 
 // Refusals; their messages are client-visible and single-line.
 var (
-	// ErrBusy refuses a submission or a client's tool call made while a
-	// turn runs.
-	ErrBusy = ports.Refused("session is busy: a turn is running; retry when it finishes")
+	// ErrBusy refuses a submission made while a turn of the same
+	// conversation (the same principal) runs.
+	ErrBusy = ports.Refused("session is busy: a turn of this conversation is running; retry when it finishes")
 
 	// errNotStarted refuses a submission whose ctx ended before its turn.
 	errNotStarted = ports.Refused("submission cancelled before its turn started")
@@ -157,7 +191,8 @@ type Options struct {
 	MaxSteps int
 
 	// MaxToolCallsPerStep bounds the tool calls run for one model step
-	// (default 16); further calls of that step are answered with an error.
+	// (default 16); further calls of that step are dropped from the turn,
+	// and one note tells the model how many and why.
 	MaxToolCallsPerStep int
 
 	// MaxToolResultBytes bounds the text of one tool result the model reads
@@ -165,27 +200,47 @@ type Options struct {
 	// so.
 	MaxToolResultBytes int
 
-	// HistoryBytes bounds a conversation's earlier turns, counted as the
-	// bytes of their texts, tool names, arguments and ids (default 256 KiB).
+	// TurnBytes bounds what a running turn keeps and sends again with each
+	// model step, counted as [Options.HistoryBytes] counts (default 2 MiB):
+	// beyond it the oldest tool results and call arguments of the turn are
+	// replaced by short notes (see boundTurn).
+	TurnBytes int
+
+	// HistoryBytes bounds a conversation's turns, counted as the bytes of
+	// their texts, tool names, arguments and ids (default 256 KiB). A
+	// finished turn is first bounded to it (see boundTurn), then the oldest
+	// whole turns are dropped until the rest fit.
 	HistoryBytes int
 
 	// MaxConversations bounds the conversations of the default in-memory
-	// store (default 64); the least recently used is dropped first. A
+	// store (default 64); the least recently updated is dropped first. A
 	// Store given here has bounds of its own.
 	MaxConversations int
 
 	// Store keeps the conversations (default: in memory, within
 	// MaxConversations). The agent loads a turn's history from it when the
-	// turn starts and appends the finished turn when it ends.
+	// turn starts and appends the finished turn, bounded by boundTurn, when
+	// it ends.
 	Store ports.ConversationStore
 
 	// Root is the workspace root's real path: with the principal, it names
 	// a conversation in Store.
 	Root string
 
+	// MaxTurns bounds the turns running at once, one per conversation
+	// (default 4); a submission beyond it is refused as busy, saying how
+	// many run.
+	MaxTurns int
+
 	// TurnTimeout bounds one turn, permission prompts included (default 30
 	// minutes). A turn that runs out of time fails.
 	TurnTimeout time.Duration
+
+	// ApprovalTimeout bounds one permission prompt or question a turn's tool
+	// raises (default 5 minutes). One left unanswered that long settles
+	// closed (denied), and the turn stops after that tool call with a
+	// response that says so: whoever drives it has walked away.
+	ApprovalTimeout time.Duration
 
 	// Heartbeat is the interval of progress reports while the model works
 	// (default 5 s; capped at [MaxHeartbeat]).
@@ -210,10 +265,15 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxSteps, DefaultMaxSteps)
 	def(&o.MaxToolCallsPerStep, DefaultMaxToolCallsPerStep)
 	def(&o.MaxToolResultBytes, DefaultMaxToolResultBytes)
+	def(&o.TurnBytes, DefaultTurnBytes)
 	def(&o.HistoryBytes, DefaultHistoryBytes)
 	def(&o.MaxConversations, DefaultMaxConversations)
+	def(&o.MaxTurns, DefaultMaxTurns)
 	if o.TurnTimeout <= 0 {
 		o.TurnTimeout = DefaultTurnTimeout
+	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
@@ -225,9 +285,7 @@ func (o Options) withDefaults() Options {
 	if o.Store == nil {
 		o.Store = memstore.New(memstore.Options{MaxConversations: o.MaxConversations})
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = logs.OrDiscard(o.Logger)
 	return o
 }
 
@@ -238,8 +296,10 @@ type Session struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu      sync.Mutex // guards running
-	running *running   // the turn in progress, or nil
+	errFull error // the refusal at MaxTurns
+
+	mu      sync.Mutex                   // guards running
+	running map[ports.Principal]*running // the turns in progress, one per conversation
 }
 
 // running is a turn in progress.
@@ -266,13 +326,6 @@ func awaitEnd(ctx context.Context, r *running) bool {
 	return false
 }
 
-// current returns the turn in progress, or nil.
-func (s *Session) current() *running {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.running
-}
-
 var _ ports.Session = (*Session)(nil)
 
 // New returns a session whose tools are inner's and whose submissions run
@@ -282,7 +335,9 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 		return nil, errors.New("agent: an inner session and a model are required")
 	}
 	opts = opts.withDefaults()
-	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger}, nil
+	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger,
+		errFull: ports.Refused(fmt.Sprintf("session is busy: %d turns are running, the most it runs at once; retry when one finishes", opts.MaxTurns)),
+		running: map[ports.Principal]*running{}}, nil
 }
 
 // RuntimeTools returns the inner session's runtime tools.
@@ -290,14 +345,11 @@ func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
 	return s.inner.RuntimeTools(ctx)
 }
 
-// InvokeTool runs a client's tool call on the inner session, unless a turn
-// is running: then it is refused with [ErrBusy].
+// InvokeTool runs a client's tool call on the inner session. It is never
+// refused because turns run: the inner session's calls are safe beside each
+// other (a write is approved by itself and lands where it was approved,
+// docs/SPEC.md §8 and §9).
 func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
-	for r := s.current(); r != nil; r = s.current() {
-		if !awaitEnd(ctx, r) {
-			return domain.Envelope{}, ErrBusy
-		}
-	}
 	return s.inner.InvokeTool(ctx, name, arguments, caller)
 }
 
@@ -307,40 +359,24 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // timeout, cancellation) is any other error, with a client-visible first
 // line that names the cause.
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
-	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
-	defer cancel()
-	me := &running{ctx: tctx, done: make(chan struct{})}
-	for {
-		if ctx.Err() != nil {
-			return ports.TurnResult{}, errNotStarted
-		}
-		s.mu.Lock()
-		r := s.running
-		if r == nil {
-			s.running = me
-		}
-		s.mu.Unlock()
-		if r == nil {
-			break
-		}
-		if !awaitEnd(ctx, r) {
-			if ctx.Err() != nil {
-				return ports.TurnResult{}, errNotStarted
-			}
-			return ports.TurnResult{}, ErrBusy
-		}
-	}
-	defer func() {
-		s.mu.Lock()
-		s.running = nil
-		s.mu.Unlock()
-		close(me.done)
-	}()
 	if caller == nil {
 		caller = ports.ClosedCaller{}
 	}
+	who := caller.Principal()
+	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
+	defer cancel()
+	me := &running{ctx: tctx, done: make(chan struct{})}
+	if err := s.begin(ctx, who, me); err != nil {
+		return ports.TurnResult{}, err
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, who)
+		s.mu.Unlock()
+		close(me.done)
+	}()
 
-	ref := ports.RefOf(s.opts.Root, caller.Principal())
+	ref := ports.RefOf(s.opts.Root, who)
 	t := &turn{
 		s:      s,
 		ctx:    tctx,
@@ -353,23 +389,84 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	desc := s.model.Describe()
 	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
 		"durationMs", time.Since(start).Milliseconds()}
+	if t.usage != nil {
+		attrs = append(attrs, "inputTokens", t.usage.InputTokens, "outputTokens", t.usage.OutputTokens)
+	}
+	if t.dropped > 0 {
+		attrs = append(attrs, "droppedToolCalls", t.dropped)
+	}
 	if err != nil {
+		cause := logCause(err)
 		switch {
 		case ctx.Err() != nil:
-			err = fmt.Errorf("the turn was cancelled: %w", ctx.Err())
+			err, cause = fmt.Errorf("the turn was cancelled: %w", ctx.Err()), "cancelled"
 		case tctx.Err() != nil:
-			err = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout)
+			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
-		s.log.Info("turn failed", append(attrs, "err", domain.ClientMessage(err))...)
+		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
+	}
+	if t.unanswered.Load() != nil {
+		attrs = append(attrs, "stopped", "a prompt went unanswered")
 	}
 	s.log.Info("turn finished", attrs...)
 	return ports.TurnResult{Response: response}, nil
 }
 
+// begin registers me as who's running turn. A turn of the same
+// conversation that is already ending (cancelled, out of time) is waited
+// for, up to WindDown; a live one refuses with [ErrBusy]; MaxTurns running
+// refuses with the count. A ctx that ends first refuses as not started.
+func (s *Session) begin(ctx context.Context, who ports.Principal, me *running) error {
+	for {
+		if ctx.Err() != nil {
+			return errNotStarted
+		}
+		s.mu.Lock()
+		r, n := s.running[who], len(s.running)
+		if r == nil && n < s.opts.MaxTurns {
+			s.running[who] = me
+		}
+		s.mu.Unlock()
+		switch {
+		case r == nil && n < s.opts.MaxTurns:
+			return nil
+		case r == nil:
+			s.log.Info("submission refused", "reason", "turn bound", "running", n)
+			return s.errFull
+		}
+		if !awaitEnd(ctx, r) {
+			if ctx.Err() != nil {
+				return errNotStarted
+			}
+			s.log.Info("submission refused", "reason", "conversation busy")
+			return ErrBusy
+		}
+	}
+}
+
+// logCause is what the log holds of a failed turn: the error's own log
+// form when it gives one ([slog.LogValuer]: the model adapter's errors
+// name the endpoint and the status, never the endpoint's words, which may
+// quote the prompt), else only its kind. Never the client-visible text.
+func logCause(err error) any {
+	var lv slog.LogValuer
+	switch {
+	case errors.As(err, &lv):
+		return lv
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "out of time"
+	}
+	return "failed (see the client's error)"
+}
+
 // runTurn runs t on ref's committed history and, when it ends with a
-// response, appends its messages to the conversation in one transaction.
-// A store that cannot load or keep the turn fails it (a full disk:
+// response, appends what the conversation keeps of it in one transaction:
+// the turn bounded once by boundTurn to HistoryBytes, its size counted by
+// messageSize, so the store's budget and the history's are one. A store
+// that cannot load or keep the turn fails it (a full disk:
 // [ports.ErrStoreFull]); the session keeps serving.
 func (s *Session) runTurn(t *turn, ref ports.ConversationRef) (string, error) {
 	turns, err := s.opts.Store.Load(t.ctx, ref)
@@ -384,11 +481,8 @@ func (s *Session) runTurn(t *turn, ref ports.ConversationRef) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	size := 0
-	for _, m := range t.msgs {
-		size += messageSize(m)
-	}
-	if err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: t.msgs, Bytes: size}, s.opts.HistoryBytes); err != nil {
+	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
+	if err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Bytes: turnSize(kept)}, s.opts.HistoryBytes); err != nil {
 		return "", s.storeFailed("kept", err)
 	}
 	return response, nil
@@ -414,6 +508,80 @@ func messageSize(m ports.Message) int {
 	return n
 }
 
+// noteBytes is the size below which shrinkTurn leaves a text or the
+// arguments of a call as they are: a note replacing them is about as long.
+const noteBytes = 256
+
+// boundTurn returns a finished turn's messages bounded to budget bytes (as
+// messageSize counts them): what a conversation keeps of a turn, and what
+// anything that stores finished turns must keep too (docs/SPEC.md §9).
+//
+//  1. shrinkTurn: the tool results, call arguments and texts between the
+//     prompt and the response, oldest first, are replaced by short notes
+//     until it fits;
+//  2. still too large (a huge prompt or response): only the prompt and the
+//     response stay, each cut to half the budget.
+//
+// Either way the result is a valid conversation: every tool call is
+// followed by its result. msgs is a finished turn: the prompt first, the
+// response (an assistant message without calls) last; it is shrunk in
+// place.
+func boundTurn(msgs []ports.Message, budget int) []ports.Message {
+	if len(msgs) < 2 {
+		return msgs
+	}
+	last := messageSize(msgs[len(msgs)-1])
+	shrinkTurn(msgs[:len(msgs)-1], budget-last)
+	if turnSize(msgs) <= budget {
+		return msgs
+	}
+	prompt, answer := msgs[0], msgs[len(msgs)-1]
+	half := (budget - len(prompt.Role) - len(answer.Role)) / 2
+	prompt.Content = capText(prompt.Content, half)
+	answer.Content = capText(answer.Content, half)
+	prompt.ToolCalls, prompt.ToolCallID, answer.ToolCalls, answer.ToolCallID = nil, "", nil, ""
+	return []ports.Message{prompt, answer}
+}
+
+// shrinkTurn replaces, oldest message first, each tool result, call
+// arguments and text longer than noteBytes by a short note, until the
+// messages fit budget or nothing is left to shrink; the prompt (msgs[0]) is
+// never touched. It shrinks msgs in place (they are the turn's own; a
+// message's calls are copied before they change) and returns it.
+func shrinkTurn(msgs []ports.Message, budget int) []ports.Message {
+	total := turnSize(msgs)
+	for i := 1; total > budget && i < len(msgs); i++ {
+		m := &msgs[i]
+		before := messageSize(*m)
+		switch {
+		case m.Role == ports.RoleTool && len(m.Content) > noteBytes:
+			m.Content = fmt.Sprintf("[agentmcp: this result (%d bytes) was dropped to keep the turn within %d bytes; call the tool again if you need it]", len(m.Content), budget)
+		case len(m.Content) > noteBytes:
+			m.Content = capText(m.Content, noteBytes)
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]ports.ToolCall, len(m.ToolCalls))
+			copy(calls, m.ToolCalls)
+			for k := range calls {
+				if n := len(calls[k].Arguments); n > noteBytes {
+					calls[k].Arguments = fmt.Sprintf(`{"agentmcp_note":"arguments (%d bytes) dropped to keep the turn within its bound"}`, n)
+				}
+			}
+			m.ToolCalls = calls
+		}
+		total += messageSize(*m) - before
+	}
+	return msgs
+}
+
+func turnSize(msgs []ports.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageSize(m)
+	}
+	return n
+}
+
 // turn is one submission's loop.
 type turn struct {
 	s      *Session
@@ -423,6 +591,13 @@ type turn struct {
 	msgs   []ports.Message // this turn's messages: the prompt first
 	steps  int
 	calls  int
+	// dropped counts the calls beyond MaxToolCallsPerStep.
+	dropped int
+	// usage sums the steps' token counts, when the endpoint reports them.
+	usage *ports.TokenUsage
+	// unanswered names the tool whose prompt went unanswered for
+	// ApprovalTimeout; the turn stops after that call.
+	unanswered atomic.Pointer[string]
 }
 
 // run loops model steps and tool calls until the model answers without
@@ -459,7 +634,14 @@ func (t *turn) run(history []ports.Message) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		calls := uniqueCallIDs(reply.ToolCalls, t.steps)
+		t.count(reply.Usage)
+		// Only the calls that run are kept: the rest (a hostile endpoint
+		// can send tens of thousands in one answer) become one note, so
+		// what a step keeps does not grow with what the model wrote.
+		calls := reply.ToolCalls
+		extra := max(len(calls)-t.s.opts.MaxToolCallsPerStep, 0)
+		calls = uniqueCallIDs(calls[:len(calls)-extra], t.steps)
+		reply.ToolCalls = nil // the dropped calls are garbage from here on
 		t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: reply.Content, ToolCalls: calls})
 		if len(calls) == 0 {
 			if reply.Content == "" {
@@ -469,19 +651,38 @@ func (t *turn) run(history []ports.Message) (string, error) {
 			}
 			return reply.Content, nil
 		}
-		for i, call := range calls {
-			var result string
-			if i < t.s.opts.MaxToolCallsPerStep {
-				result = t.runTool(call, tools)
-			} else {
-				result = failure(call.Name, fmt.Sprintf("not run: at most %d tool calls run per model step; call it again in the next step", t.s.opts.MaxToolCallsPerStep))
-			}
+		for _, call := range calls {
+			result := t.runTool(call, tools)
 			if err := t.ctx.Err(); err != nil {
 				return "", err
 			}
 			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleTool, ToolCallID: call.ID, Content: capText(result, t.s.opts.MaxToolResultBytes)})
 		}
+		if extra > 0 {
+			t.dropped += extra
+			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleUser, Content: fmt.Sprintf(
+				"[agentmcp] %d more tool calls of that step were not run: at most %d run per model step. Call again, in the next step, those you still need.",
+				extra, t.s.opts.MaxToolCallsPerStep)})
+		}
+		if tool := t.unanswered.Load(); tool != nil {
+			answer := fmt.Sprintf("[agentmcp] This turn stopped: a prompt of %s went unanswered for %v, so it was denied. Submit another prompt to continue.", *tool, t.s.opts.ApprovalTimeout)
+			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: answer})
+			return answer, nil
+		}
+		t.msgs = shrinkTurn(t.msgs, t.s.opts.TurnBytes)
 	}
+}
+
+// count adds a step's token usage to the turn's.
+func (t *turn) count(u *ports.TokenUsage) {
+	if u == nil {
+		return
+	}
+	if t.usage == nil {
+		t.usage = &ports.TokenUsage{}
+	}
+	t.usage.InputTokens += u.InputTokens
+	t.usage.OutputTokens += u.OutputTokens
 }
 
 // step runs one model request with progress: a report when it starts and
@@ -603,7 +804,7 @@ func (t *turn) runTool(call ports.ToolCall, tools []domain.Tool) string {
 		return failure(call.Name, "invalid arguments: not a JSON object; write the arguments as one JSON object that follows the tool's input schema")
 	}
 	t.report.send("calling " + call.Name)
-	env, err := t.s.inner.InvokeTool(t.ctx, call.Name, json.RawMessage(args), toolCaller{t.caller, t.report, call.Name})
+	env, err := t.s.inner.InvokeTool(t.ctx, call.Name, json.RawMessage(args), toolCaller{t.caller, t, call.Name})
 	if err != nil {
 		return failure(call.Name, domain.ClientMessage(err))
 	}
@@ -678,18 +879,50 @@ func (r *reporter) send(msg string) {
 	r.caller.Progress(r.ctx, r.n, 0, msg)
 }
 
-// toolCaller is the turn's Caller as a tool sees it: prompts and the
-// principal pass through; progress joins the turn's counter, labelled with
-// the tool's name.
+// toolCaller is the turn's Caller as a tool sees it: the principal passes
+// through; prompts pass through bounded by ApprovalTimeout each; progress
+// joins the turn's counter, labelled with the tool's name.
 type toolCaller struct {
 	ports.Caller
-	report *reporter
-	tool   string
+	turn *turn
+	tool string
 }
 
 func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
 	if message == "" {
 		message = "working"
 	}
-	c.report.send(c.tool + ": " + message)
+	c.turn.report.send(c.tool + ": " + message)
+}
+
+// RequestPermission asks on a ctx bounded by ApprovalTimeout: a prompt no
+// one answers (the client walked away) settles closed then, not at the end
+// of the turn or of the carrier's round.
+func (c toolCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	return bounded(ctx, c, "permission", func(ctx context.Context) domain.Decision { return c.Caller.RequestPermission(ctx, p) })
+}
+
+// Ask asks on a ctx bounded by ApprovalTimeout, as RequestPermission.
+func (c toolCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
+	return bounded(ctx, c, "question", func(ctx context.Context) domain.Answer { return c.Caller.Ask(ctx, p) })
+}
+
+// bounded runs ask on ctx bounded by ApprovalTimeout and notes a prompt
+// that ran out of it while the turn itself went on.
+func bounded[T any](ctx context.Context, c toolCaller, kind string, ask func(context.Context) T) T {
+	actx, cancel := context.WithTimeout(ctx, c.turn.s.opts.ApprovalTimeout)
+	defer cancel()
+	answer := ask(actx)
+	c.settled(ctx, actx, kind)
+	return answer
+}
+
+// settled notes a prompt that ran out of ApprovalTimeout while the turn
+// itself went on: the turn stops after this call.
+func (c toolCaller) settled(ctx, actx context.Context, kind string) {
+	if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		tool := c.tool
+		c.turn.unanswered.Store(&tool)
+		c.turn.s.log.Info("prompt unanswered", "tool", c.tool, "kind", kind, "waitedMs", c.turn.s.opts.ApprovalTimeout.Milliseconds())
+	}
 }

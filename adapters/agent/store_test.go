@@ -49,6 +49,45 @@ func TestConversationFromStore(t *testing.T) {
 	}
 }
 
+// TestStoreKeepsTheBoundedTurn: what the store appends is the finished
+// turn as boundTurn bounded it to HistoryBytes (a 100 kB prompt kept cut,
+// with the response), and its Bytes are that turn's size counted as the
+// history counts it: the store's budget and the history's are one.
+func TestStoreKeepsTheBoundedTurn(t *testing.T) {
+	const budget = 4096
+	store := memstore.New(memstore.Options{})
+	r := newRig(t, rigOptions{agent: agent.Options{Store: store, Root: "/work/a", HistoryBytes: budget}, answer: func(req *chatscript.Request) chatscript.Reply {
+		return text("re: " + req.LastUser()[:4])
+	}})
+	r.turn(t, strings.Repeat("p", 100_000), nil)
+	r.turn(t, "second", nil)
+	turns, err := store.Load(t.Context(), ports.RefOf("/work/a", ports.Principal{}))
+	if err != nil || len(turns) == 0 {
+		t.Fatalf("stored: %d turns, %v", len(turns), err)
+	}
+	total := 0
+	for i, turn := range turns {
+		size := 0
+		for _, m := range turn.Messages {
+			size += len(m.Role) + len(m.Content) + len(m.ToolCallID)
+			for _, tc := range m.ToolCalls {
+				size += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+			}
+		}
+		if turn.Bytes != size {
+			t.Errorf("turn %d: Bytes = %d, its messages count %d", i, turn.Bytes, size)
+		}
+		total += turn.Bytes
+	}
+	if total > budget {
+		t.Errorf("the store holds %d bytes of the conversation, budget %d", total, budget)
+	}
+	first := turns[0].Messages
+	if len(turns) != 2 || len(first) != 2 || !strings.HasPrefix(first[0].Content, "pppp") || first[1].Content != "re: pppp" {
+		t.Errorf("stored turns = %d, the first %d messages; want the cut prompt and its response, then the second turn", len(turns), len(first))
+	}
+}
+
 // TestProgressCarriesText: while the model streams, progress carries the
 // newest text, one line of at most 200 characters ending with what was
 // streamed last; the response is the whole text. The endpoint holds its

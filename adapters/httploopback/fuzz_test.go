@@ -35,7 +35,7 @@ func FuzzLoopbackHTTP(f *testing.F) {
 		admitted := mayAdmit(r, bound.String())
 		before := s.Calls()
 		rec := fuzzhttp.Serve(h, r)
-		if err := fuzzhttp.Check(rec); err != nil {
+		if err := fuzzhttp.CheckWithHints(rec); err != nil {
 			t.Fatalf("%v\nrequest: %q", err, data)
 		}
 		if !admitted && (rec.Code != 401 && rec.Code != 403) {

@@ -61,10 +61,11 @@ func startEngine(t *testing.T, session ports.Session, opts engine.Options, l htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, addr: strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp"), client: &http.Client{Transport: tr}}
 	t.Cleanup(func() {

@@ -95,11 +95,12 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httploopback.ErrAlreadyStarted) {
+	ep := h.Endpoint()
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
 	waited := make(chan error, 1)
@@ -113,7 +114,7 @@ func TestLifecycle(t *testing.T) {
 	if err := h.Stop(t.Context()); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httploopback.ErrStopped) {
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start after Stop: %v", err)
 	}
 	if c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")); err == nil {
@@ -153,7 +154,7 @@ func TestStartPortInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err == nil {
 		t.Fatal("Start on a bound port succeeded")
 	}
@@ -188,14 +189,14 @@ func TestStopWinsAgainstPendingStart(t *testing.T) {
 	}
 	started := make(chan error, 1)
 	go func() {
-		_, err := h.Start(context.Background())
+		err := h.Start(context.Background())
 		started <- err
 	}()
 	<-s.entered
 	if err := h.Stop(t.Context()); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	if err := <-started; !errors.Is(err, httploopback.ErrStopped) {
+	if err := <-started; !errors.Is(err, engine.ErrStopped) {
 		t.Fatalf("Start: %v, want ErrStopped", err)
 	}
 	refusesConnections(t, port)
@@ -214,13 +215,13 @@ func TestStartValidatesCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Start(t.Context())
+	err = h.Start(t.Context())
 	var ce *domain.CatalogError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Start: %v, want a catalog error", err)
 	}
 	refusesConnections(t, port)
-	if _, err := h.Start(t.Context()); err == nil {
+	if err := h.Start(t.Context()); err == nil {
 		t.Error("Start after a failed Start succeeded")
 	}
 }
@@ -301,8 +302,13 @@ func TestAdmission(t *testing.T) {
 			if tt.want == 200 {
 				return
 			}
-			if len(b) != 0 {
-				t.Errorf("body %q, want empty", b)
+			// One line of text saying what to do, never the token.
+			if !strings.HasPrefix(string(b), "agentmcp: refused (") || strings.Count(string(b), "\n") != 1 ||
+				resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Errorf("body %q (%s), want one line of text: the hint", b, resp.Header.Get("Content-Type"))
+			}
+			if strings.Contains(string(b), tok) {
+				t.Errorf("the body holds the token: %q", b)
 			}
 			if v := resp.Header.Values("Www-Authenticate"); len(v) != 0 {
 				t.Errorf("WWW-Authenticate %q", v)
@@ -574,10 +580,11 @@ func TestStopWithStuckCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
 	type answer struct {
@@ -736,10 +743,11 @@ func TestTokenNeverLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: &http.Transport{}}}
 	e.post(t, ping)
 	e.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+ep.Token+`"}}}`)
@@ -771,10 +779,11 @@ func TestStopWithParkedRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`

@@ -62,10 +62,11 @@ func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := h.Start(context.Background())
+	err = h.Start(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	ep := h.Endpoint()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: ep.URL, Token: ep.Token,
 		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },
@@ -87,7 +88,7 @@ ask-client: on
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{},"requestState":"{{state 1}}","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}},` + meta + `}}
 #wait 2
 -- server --
-{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["allow_once","deny"]}},"required":["decision"]}}}},"requestState":"{{requestState}}",` + si + `}}
+{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"prompt":{"method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Decision","oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}}}},"requestState":"{{requestState}}",` + si + `}}
 {"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"write\"}"}],"isError":false,` + si + `}}
 #calls write
 `

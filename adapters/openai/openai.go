@@ -27,8 +27,20 @@
 //     credentials, query or fragment) and the cause — the HTTP status and
 //     the endpoint's own message, cleaned of anything that looks like a key
 //     (a 401 or 403 message is never repeated: OpenAI's echoes part of the
-//     key). The API key is sent only as the Authorization header, never
-//     logged, never in an error.
+//     key). Every error is redacted as a whole before it leaves: the key in
+//     any letter case or percent-encoded, wherever the answer put it (a
+//     redirect's Location, an echoed header, a body). The API key is sent
+//     only as the Authorization header, never logged, never in an error.
+//   - Each error has a log form ([log/slog.LogValuer]): the same facts
+//     without anything the endpoint wrote, since a validation error may
+//     quote the request and so the prompt (docs/SPEC.md §9).
+//   - Streamed shapes of other servers (several calls at one index, no
+//     index, a "stop" finish after calls, empty deltas) are assembled as
+//     the model meant them; see accumulator. Assembly is linear in the
+//     answer's size.
+//   - Token usage is returned when the endpoint reports it; stream_options
+//     is not sent, since several compatible servers refuse the field
+//     (Mistral answers 422, Groq 400).
 //
 // Logging: one debug record per request attempt and retry (status,
 // duration, attempt): never messages, tool arguments or the key.
@@ -54,6 +66,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // DefaultBaseURL is OpenAI's API.
@@ -129,6 +143,7 @@ type Model struct {
 	name     string
 	endpoint string // the base URL, safe to show
 	key      string
+	keyRE    *regexp.Regexp // the key's forms, for redaction; nil without a key
 	stream   bool
 	opts     Options
 	log      *slog.Logger
@@ -179,11 +194,8 @@ func New(opts Options) (*Model, error) {
 			ForceAttemptHTTP2:     true,
 		}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	m := &Model{name: opts.Model, endpoint: endpoint, key: opts.APIKey, stream: !opts.DisableStreaming, opts: opts, log: log}
+	log := logs.OrDiscard(opts.Logger)
+	m := &Model{name: opts.Model, endpoint: endpoint, key: opts.APIKey, keyRE: keyForms(opts.APIKey), stream: !opts.DisableStreaming, opts: opts, log: log}
 	cfg := goopenai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = endpoint
 	cfg.HTTPClient = &doer{m: m, client: &http.Client{
@@ -252,18 +264,28 @@ func (m *Model) whole(ctx context.Context, creq goopenai.ChatCompletionRequest, 
 	c := resp.Choices[0]
 	text := c.Message.Content
 	if text == "" {
+		var b strings.Builder
 		for _, part := range c.Message.MultiContent {
-			text += part.Text
+			b.WriteString(part.Text)
 		}
+		text = b.String()
 	}
 	if text != "" {
 		onText(text)
 	}
-	msg := ports.AssistantMessage{Content: text, FinishReason: string(c.FinishReason)}
+	msg := ports.AssistantMessage{Content: text, FinishReason: string(c.FinishReason), Usage: usage(&resp.Usage)}
 	for _, tc := range c.Message.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, ports.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return msg, nil
+}
+
+// usage is the endpoint's token counts, or nil when it reported none.
+func usage(u *goopenai.Usage) *ports.TokenUsage {
+	if u == nil || u.PromptTokens == 0 && u.CompletionTokens == 0 {
+		return nil
+	}
+	return &ports.TokenUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 }
 
 func (m *Model) streamed(ctx context.Context, creq goopenai.ChatCompletionRequest, onText func(string)) (ports.AssistantMessage, error) {
@@ -283,6 +305,9 @@ func (m *Model) streamed(ctx context.Context, creq goopenai.ChatCompletionReques
 			return ports.AssistantMessage{}, err
 		}
 		chunks++
+		if u := usage(chunk.Usage); u != nil {
+			acc.usage = u // the last chunk's, without choices, when the endpoint reports it
+		}
 		for _, c := range chunk.Choices {
 			if c.Index != 0 {
 				continue // only the first choice is used (n is never asked for)
@@ -311,51 +336,78 @@ func (m *Model) streamed(ctx context.Context, creq goopenai.ChatCompletionReques
 
 // accumulator assembles a streamed assistant message: text pieces in order,
 // tool-call pieces keyed by index (the first piece of a call carries its id
-// and name, later ones append to its arguments).
+// and name, later ones append to its arguments). The work is linear in the
+// answer's size: arguments grow in a builder, never by string
+// concatenation, whatever the size of the pieces.
+//
+// Servers differ from OpenAI's shape; each of these is tolerated
+// (docs/SPEC.md §9 lists them with the backends that send them):
+//   - several whole calls at the same index with distinct ids (Ollama sends
+//     every call at index 0): a piece whose id differs from the id of the
+//     call at its index opens a new call;
+//   - no index at all: a piece without an id, or with the last call's id,
+//     continues the last call; another id opens a new one;
+//   - the id and name only on the first piece, or repeated on every piece
+//     (a name sent again whole is kept once), arguments on the first piece
+//     or only on later ones, empty deltas between pieces;
+//   - a finish_reason other than "tool_calls" although calls came (Ollama
+//     ends such answers with "stop"): the calls are kept, and the agent
+//     treats any answer with calls as a tool step.
 type accumulator struct {
-	choice bool
-	text   strings.Builder
-	calls  []*ports.ToolCall
-	index  map[int]*ports.ToolCall
-	finish string
+	choice  bool
+	text    strings.Builder
+	calls   []*callPieces
+	byIndex map[int]*callPieces
+	finish  string
+	usage   *ports.TokenUsage
 }
 
+// callPieces is one tool call being assembled.
+type callPieces struct {
+	id, name string
+	args     strings.Builder
+}
+
+// maxNameBytes bounds an assembled tool name: a longer one names no tool
+// anyway, and the bound keeps the "sent again whole" comparison cheap.
+const maxNameBytes = 1 << 10
+
 func (a *accumulator) add(piece goopenai.ToolCall) {
-	var call *ports.ToolCall
+	var call *callPieces
 	switch {
 	case piece.Index != nil:
-		call = a.index[*piece.Index]
-		if call == nil {
+		call = a.byIndex[*piece.Index]
+		if call == nil || piece.ID != "" && call.id != "" && piece.ID != call.id {
 			call = a.open()
-			if a.index == nil {
-				a.index = map[int]*ports.ToolCall{}
+			if a.byIndex == nil {
+				a.byIndex = map[int]*callPieces{}
 			}
-			a.index[*piece.Index] = call
+			a.byIndex[*piece.Index] = call
 		}
-	case len(a.calls) > 0 && (piece.ID == "" || piece.ID == a.calls[len(a.calls)-1].ID):
+	case len(a.calls) > 0 && (piece.ID == "" || piece.ID == a.calls[len(a.calls)-1].id):
 		call = a.calls[len(a.calls)-1] // no index: a continuation of the last call
 	default:
 		call = a.open()
 	}
-	if call.ID == "" {
-		call.ID = piece.ID
+	if call.id == "" {
+		call.id = piece.ID
 	}
-	if n := piece.Function.Name; n != "" && n != call.Name {
-		call.Name += n // a name sent again whole is kept once
+	if n := piece.Function.Name; n != "" && n != call.name && len(call.name)+len(n) <= maxNameBytes {
+		call.name += n // a name sent again whole is kept once
 	}
-	call.Arguments += piece.Function.Arguments
+	call.args.WriteString(piece.Function.Arguments)
 }
 
-func (a *accumulator) open() *ports.ToolCall {
-	c := &ports.ToolCall{}
+func (a *accumulator) open() *callPieces {
+	c := &callPieces{}
 	a.calls = append(a.calls, c)
 	return c
 }
 
 func (a *accumulator) message() ports.AssistantMessage {
-	msg := ports.AssistantMessage{Content: a.text.String(), FinishReason: a.finish}
+	msg := ports.AssistantMessage{Content: a.text.String(), FinishReason: a.finish, Usage: a.usage}
 	for _, c := range a.calls {
-		msg.ToolCalls = append(msg.ToolCalls, *c)
+		msg.ToolCalls = append(msg.ToolCalls, ports.ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()})
 	}
 	return msg
 }
@@ -383,11 +435,12 @@ func wireTools(tools []domain.Tool) []goopenai.Tool {
 }
 
 // explain turns a failed step into the client-visible error: the endpoint
-// and the cause, one line, nothing that looks like a key.
+// and the cause, one line. Every failure leaves through here or through
+// [Model.fail], which removes the key from both the message and the log
+// form, whatever part of the answer carried it.
 func (m *Model) explain(ctx context.Context, err error) error {
 	var (
-		status *statusError
-		reach  *reachError
+		failed *stepError
 		api    *goopenai.APIError
 		syn    *json.SyntaxError
 		typ    *json.UnmarshalTypeError
@@ -396,33 +449,60 @@ func (m *Model) explain(ctx context.Context, err error) error {
 	case errors.Is(err, ports.ErrNoChoices):
 		return err
 	case ctx.Err() != nil:
-		return fmt.Errorf("the request to the model endpoint %s was cancelled: %w", m.endpoint, ctx.Err())
-	case errors.As(err, &status):
-		return status
-	case errors.As(err, &reach):
-		return reach
+		msg := fmt.Sprintf("the request to the model endpoint %s was cancelled: %v", m.endpoint, ctx.Err())
+		return m.fail(msg, msg, ctx.Err())
+	case errors.As(err, &failed):
+		return failed
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("the model endpoint %s did not finish answering within %v", m.endpoint, m.opts.RequestTimeout)
+		msg := fmt.Sprintf("the model endpoint %s did not finish answering within %v", m.endpoint, m.opts.RequestTimeout)
+		return m.fail(msg, msg, err)
 	case errors.As(err, &api):
-		return fmt.Errorf("the model endpoint %s reported an error in its answer: %s", m.endpoint, m.clean(api.Message))
+		head := fmt.Sprintf("the model endpoint %s reported an error in its answer", m.endpoint)
+		return m.fail(head+": "+m.clean(api.Message), head, nil)
 	case errors.As(err, &syn), errors.As(err, &typ), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errNotStream):
-		return fmt.Errorf("the model endpoint %s answered something that is not a chat completion (%s); check that --model-url names an OpenAI-compatible /v1 base URL", m.endpoint, m.clean(err.Error()))
+		head := fmt.Sprintf("the model endpoint %s answered something that is not a chat completion", m.endpoint)
+		hint := "; check that --model-url names an OpenAI-compatible /v1 base URL"
+		return m.fail(head+" ("+m.clean(err.Error())+")"+hint, head+hint, nil)
 	case errors.Is(err, errTooLarge):
-		return fmt.Errorf("the model endpoint %s answered more than %d bytes", m.endpoint, m.opts.MaxResponseBytes)
+		msg := fmt.Sprintf("the model endpoint %s answered more than %d bytes", m.endpoint, m.opts.MaxResponseBytes)
+		return m.fail(msg, msg, nil)
 	}
-	return fmt.Errorf("the request to the model endpoint %s failed: %s", m.endpoint, m.clean(err.Error()))
+	head := fmt.Sprintf("the request to the model endpoint %s failed", m.endpoint)
+	return m.fail(head+": "+m.clean(err.Error()), head, nil)
 }
 
 // keyLike matches what looks like an API key or a bearer credential.
 var keyLike = regexp.MustCompile(`(?i)\b(sk|rk|pk|key)-[A-Za-z0-9_*.\-]{4,}|\bbearer\s+\S+`)
 
+// keyForms matches key as written, in any letter case (a host name is
+// case-insensitive and may come back lowered), and percent-encoded as a URL
+// carries it; nil without a key.
+func keyForms(key string) *regexp.Regexp {
+	if key == "" {
+		return nil
+	}
+	forms := []string{regexp.QuoteMeta(key)}
+	for _, f := range []string{url.QueryEscape(key), url.PathEscape(key)} {
+		if f != key {
+			forms = append(forms, regexp.QuoteMeta(f))
+		}
+	}
+	return regexp.MustCompile("(?i)" + strings.Join(forms, "|"))
+}
+
+// redact removes the key, in every form [keyForms] knows, and anything that
+// looks like a key.
+func (m *Model) redact(s string) string {
+	if m.keyRE != nil {
+		s = m.keyRE.ReplaceAllString(s, "[redacted]")
+	}
+	return keyLike.ReplaceAllString(s, "[redacted]")
+}
+
 // clean makes an endpoint's message fit an error: the key and anything that
 // looks like one removed, one line, at most 200 bytes.
 func (m *Model) clean(s string) string {
-	if m.key != "" {
-		s = strings.ReplaceAll(s, m.key, "[redacted]")
-	}
-	s = keyLike.ReplaceAllString(s, "[redacted]")
+	s = m.redact(s)
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxCauseBytes {
 		cut := maxCauseBytes
@@ -434,16 +514,25 @@ func (m *Model) clean(s string) string {
 	return s
 }
 
-// statusError is an answer with a status other than 2xx, after retries.
-type statusError struct{ msg string }
+// fail builds a step's error: msg for the client (it may repeat the
+// endpoint's message, cleaned), logged for the log (the same facts without
+// anything the endpoint wrote: a validation error may quote the request, so
+// the prompt). Both are redacted as a whole, the one guard every failure
+// passes.
+func (m *Model) fail(msg, logged string, cause error) error {
+	return &stepError{msg: m.redact(msg), logged: m.redact(logged), cause: cause}
+}
 
-func (e *statusError) Error() string { return e.msg }
+// stepError is a failed step. Its message is client-visible; its log form
+// ([slog.LogValuer]) is what a log may hold (docs/SPEC.md §9).
+type stepError struct {
+	msg, logged string
+	cause       error
+}
 
-// reachError is a request that got no answer (refused, reset, timed out
-// connecting).
-type reachError struct{ msg string }
-
-func (e *reachError) Error() string { return e.msg }
+func (e *stepError) Error() string        { return e.msg }
+func (e *stepError) Unwrap() error        { return e.cause }
+func (e *stepError) LogValue() slog.Value { return slog.StringValue(e.logged) }
 
 var (
 	errTooLarge  = errors.New("answer too large")
@@ -451,7 +540,7 @@ var (
 )
 
 // doer is the library's HTTPClient: it bounds each attempt, retries 429 and
-// 5xx, turns every other non-2xx answer into a [statusError], and bounds
+// 5xx, turns every other non-2xx answer into a [stepError], and bounds
 // the body the library reads.
 type doer struct {
 	m      *Model
@@ -468,7 +557,8 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 			if req.GetBody != nil {
 				body, err := req.GetBody()
 				if err != nil {
-					return nil, &reachError{fmt.Sprintf("the request to the model endpoint %s could not be repeated", m.endpoint)}
+					msg := fmt.Sprintf("the request to the model endpoint %s could not be repeated", m.endpoint)
+					return nil, m.fail(msg, msg, nil)
 				}
 				r.Body = body
 			}
@@ -530,7 +620,7 @@ func (m *Model) retryWait(retryAfter string, attempt int) (time.Duration, bool) 
 
 // statusError describes a non-2xx answer: the endpoint, the status and the
 // endpoint's own message (never for 401 and 403, whose messages may echo the
-// key), with a hint for the usual causes.
+// key; never in the log form), with a hint for the usual causes.
 func (m *Model) statusError(resp *http.Response, body []byte, attempts int, waitTooLong bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the model endpoint %s answered HTTP %d", m.endpoint, resp.StatusCode)
@@ -540,32 +630,36 @@ func (m *Model) statusError(resp *http.Response, body []byte, attempts int, wait
 	if attempts > 1 {
 		fmt.Fprintf(&b, " (after %d attempts)", attempts)
 	}
+	head := b.String()
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if m.key == "" {
-			b.WriteString(": it needs an API key; set OPENAI_API_KEY")
+			head += ": it needs an API key; set OPENAI_API_KEY"
 		} else {
-			b.WriteString(": it refused the API key from OPENAI_API_KEY")
+			head += ": it refused the API key from OPENAI_API_KEY"
 		}
-		return &statusError{b.String()}
+		return m.fail(head, head, nil)
 	case code >= 300 && code < 400:
+		const tail = ", which is not followed; name the final base URL with --model-url"
 		where := "elsewhere"
 		if loc, err := resp.Location(); err == nil {
-			where = loc.Scheme + "://" + loc.Host
+			where = m.clean(loc.Scheme + "://" + loc.Host) // the host may carry the key
 		}
-		fmt.Fprintf(&b, ": it redirects to %s, which is not followed; name the final base URL with --model-url", where)
-		return &statusError{b.String()}
+		return m.fail(head+": it redirects to "+where+tail, head+": it redirects"+tail, nil)
 	}
-	if msg := errorMessage(body); msg != "" {
-		b.WriteString(": " + m.clean(msg))
+	msg, logged := head, head
+	if em := errorMessage(body); em != "" {
+		msg += ": " + m.clean(em)
 	}
 	switch {
 	case waitTooLong:
-		fmt.Fprintf(&b, " (it asked to retry after %s, longer than the %v this server waits)", m.clean(resp.Header.Get("Retry-After")), m.opts.MaxRetryAfter)
+		hint := fmt.Sprintf(" (it asked to retry after %s, longer than the %v this server waits)", m.clean(resp.Header.Get("Retry-After")), m.opts.MaxRetryAfter)
+		msg, logged = msg+hint, logged+" (it asked to retry later than this server waits)"
 	case resp.StatusCode == http.StatusNotFound:
-		fmt.Fprintf(&b, " (check the model name %q and that --model-url is the /v1 base URL)", m.name)
+		hint := fmt.Sprintf(" (check the model name %q and that --model-url is the /v1 base URL)", m.name)
+		msg, logged = msg+hint, logged+hint
 	}
-	return &statusError{b.String()}
+	return m.fail(msg, logged, nil)
 }
 
 // errorMessage is the message of an OpenAI error body
@@ -602,7 +696,8 @@ func (m *Model) unreachable(err error) error {
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 		cause = fmt.Sprintf("no answer within %v", m.opts.RequestTimeout)
 	}
-	return &reachError{fmt.Sprintf("cannot reach the model endpoint %s: %s", m.endpoint, m.clean(cause))}
+	head := fmt.Sprintf("cannot reach the model endpoint %s", m.endpoint)
+	return m.fail(head+": "+m.clean(cause), head, nil)
 }
 
 // boundedBody is a 2xx answer's body: at most left bytes, and the attempt's

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -151,7 +154,7 @@ func TestErrorsAreClean(t *testing.T) {
 		{"in-stream error", chatscript.Reply{Body: `data: {"error":{"message":"context length exceeded for ` + fakeKey + `"}}` + "\n\n"}, openai.Options{}, "reported an error in its answer: context length exceeded for [redacted]"},
 		{"redirect", chatscript.Reply{Status: 307, Header: map[string]string{"Location": "https://elsewhere.example/v1/chat/completions"}}, openai.Options{}, "redirects to https://elsewhere.example, which is not followed"},
 		{"oversize", chatscript.Reply{Text: strings.Repeat("word ", 400)}, openai.Options{MaxResponseBytes: 1000}, "answered more than 1000 bytes"},
-		{"slow", chatscript.Reply{Text: "late", Mid: func(ctx context.Context) { <-ctx.Done() }}, openai.Options{RequestTimeout: 50 * time.Millisecond}, "did not finish answering within 50ms"},
+		{"slow", chatscript.Reply{Text: "late", Mid: func(ctx context.Context) { <-ctx.Done() }}, openai.Options{RequestTimeout: time.Second}, "did not finish answering within 1s"},
 		{"not JSON", chatscript.Reply{Body: "data: {not json\n\n"}, openai.Options{}, "not a chat completion"},
 		{"not SSE", chatscript.Reply{Body: `{"id":"x","choices":[]}`}, openai.Options{}, "not a chat completion"},
 		{"400 echoing the key", chatscript.Reply{Status: 400, Body: `{"error":{"message":"bad key sk-live-abcdefgh and ` + fakeKey + `"}}`}, openai.Options{}, "HTTP 400 Bad Request: bad key [redacted] and [redacted]"},
@@ -238,5 +241,178 @@ func TestAuthorizationOnlyWithAKey(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "" || got[1] != "Bearer "+fakeKey {
 		t.Errorf("Authorization headers = %q", got)
+	}
+}
+
+// TestBackendStreamShapes: the streamed shapes of servers other than
+// OpenAI each assemble into the calls the model made (issue 19, item 5;
+// docs/SPEC.md §9). Two calls, so a shape that merges or drops one fails.
+func TestBackendStreamShapes(t *testing.T) {
+	two := []chatscript.Call{
+		{ID: "call_one", Name: "read_file", Arguments: `{"path":"one.txt"}`},
+		{ID: "call_two", Name: "list_dir", Arguments: `{"path":"."}`},
+	}
+	cases := []struct {
+		name   string
+		reply  chatscript.Reply
+		finish string
+	}{
+		{"OpenAI's shape", chatscript.Reply{}, "tool_calls"},
+		{"every call at index 0 (Ollama)", chatscript.Reply{SameIndex: true}, "tool_calls"},
+		{"index 0 and finish stop (Ollama, qwen3-coder)", chatscript.Reply{SameIndex: true, Finish: "stop"}, "stop"},
+		{"whole calls at index 0 (Ollama)", chatscript.Reply{SameIndex: true, WholeCalls: true}, "tool_calls"},
+		{"whole calls (buffering servers)", chatscript.Reply{WholeCalls: true}, "tool_calls"},
+		{"arguments begin with the head (vLLM, Mistral)", chatscript.Reply{ArgsInHead: true}, "tool_calls"},
+		{"empty deltas between pieces", chatscript.Reply{EmptyDeltas: true, SameIndex: true}, "tool_calls"},
+		{"one-byte argument pieces", chatscript.Reply{ArgPiece: 1}, "tool_calls"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reply := c.reply
+			reply.Calls = two
+			reply.Usage = &chatscript.Usage{Prompt: 120, Completion: 7}
+			srv := chatscript.Script(t, reply)
+			msg, _, err := step(t, newModel(t, srv.URL, openai.Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msg.ToolCalls) != 2 {
+				t.Fatalf("%d tool calls, want 2: %+v", len(msg.ToolCalls), msg.ToolCalls)
+			}
+			for i, want := range two {
+				got := msg.ToolCalls[i]
+				if got.ID != want.ID || got.Name != want.Name || got.Arguments != want.Arguments {
+					t.Errorf("call %d = %+v, want %+v", i, got, want)
+				}
+			}
+			if msg.FinishReason != c.finish {
+				t.Errorf("finish reason %q, want %q", msg.FinishReason, c.finish)
+			}
+			if msg.Usage == nil || *msg.Usage != (ports.TokenUsage{InputTokens: 120, OutputTokens: 7}) {
+				t.Errorf("usage = %+v, want 120 in, 7 out", msg.Usage)
+			}
+		})
+	}
+	t.Run("no usage reported", func(t *testing.T) {
+		srv := chatscript.Script(t, chatscript.Reply{Text: "hi"})
+		msg, _, err := step(t, newModel(t, srv.URL, openai.Options{}))
+		if err != nil || msg.Usage != nil {
+			t.Errorf("Step = %+v, %v; want no usage", msg, err)
+		}
+	})
+}
+
+// TestStreamAssemblyIsLinear: assembling a call whose arguments stream in
+// small pieces costs memory linear in the answer: four times the
+// arguments allocate about four times as much, not sixteen (issue 25,
+// item 2). Bytes allocated, not time, so the test holds on any machine.
+func TestStreamAssemblyIsLinear(t *testing.T) {
+	alloc := func(size int) uint64 {
+		args := `{"content":"` + strings.Repeat("x", size) + `"}`
+		srv := chatscript.Script(t, chatscript.Reply{Calls: []chatscript.Call{{ID: "c", Name: "write_file", Arguments: args}}, ArgPiece: 64})
+		m := newModel(t, srv.URL, openai.Options{})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		msg, _, err := step(t, m)
+		runtime.ReadMemStats(&after)
+		if err != nil || len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Arguments != args {
+			t.Fatalf("Step: %v (%d calls)", err, len(msg.ToolCalls))
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(128<<10), alloc(512<<10)
+	if ratio := float64(large) / float64(small); ratio > 8 {
+		t.Errorf("4× the arguments allocated %.1f× the bytes (%d → %d): assembly is not linear", ratio, small, large)
+	}
+}
+
+// TestKeyNeverInFailures: whatever part of the endpoint's answer carries
+// the key — a redirect's Location (host, path, query, percent-encoded),
+// a header echoed in the error, an error body — neither the error nor the
+// adapter's log holds it (issue 25, item 4). The key here looks like no
+// known key format, so only knowing the key itself redacts it.
+func TestKeyNeverInFailures(t *testing.T) {
+	const key = "Opaque0123456789Secret"
+	escaped := "Opaque0123456789Secret%2B%2F" // the key below, percent-encoded
+	const keyPlus = key + "+/"
+	cases := []struct {
+		name  string
+		key   string
+		reply chatscript.Reply
+		opts  openai.Options
+	}{
+		{"Location host", key, chatscript.Reply{Status: 302, Header: map[string]string{"Location": "https://" + key + ".example/v1"}}, openai.Options{}},
+		{"Location host, lower case", key, chatscript.Reply{Status: 302, Header: map[string]string{"Location": "https://" + strings.ToLower(key) + ".example/v1"}}, openai.Options{}},
+		{"Location path", key, chatscript.Reply{Status: 307, Header: map[string]string{"Location": "/v1/" + key + "/chat"}}, openai.Options{}},
+		{"Location userinfo", key, chatscript.Reply{Status: 307, Header: map[string]string{"Location": "https://u:" + key + "@elsewhere.example/"}}, openai.Options{}},
+		{"Location percent-encoded", keyPlus, chatscript.Reply{Status: 301, Header: map[string]string{"Location": "https://elsewhere.example/?k=" + escaped}}, openai.Options{}},
+		{"Retry-After header echoed", key, chatscript.Reply{Status: 429, Header: map[string]string{"Retry-After": key}}, openai.Options{MaxRetries: -1}},
+		{"Retry-After too long", key, chatscript.Reply{Status: 503, Header: map[string]string{"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT " + key}}, openai.Options{}},
+		{"error body", key, chatscript.Reply{Status: 400, Body: `{"error":{"message":"bad request from ` + key + `"}}`}, openai.Options{}},
+		{"error body, lower case", key, chatscript.Reply{Status: 422, Body: `{"error":"` + strings.ToLower(key) + `"}`}, openai.Options{}},
+		{"in-stream error", key, chatscript.Reply{Body: `data: {"error":{"message":"` + key + `"}}` + "\n\n"}, openai.Options{}},
+		{"not a completion", key, chatscript.Reply{Body: "data: " + key + "\n\n"}, openai.Options{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := chatscript.Script(t, c.reply)
+			var log syncbuf.Buffer
+			c.opts.APIKey = c.key
+			c.opts.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			_, _, err := step(t, newModel(t, srv.URL, c.opts))
+			if err == nil {
+				t.Fatal("Step succeeded")
+			}
+			logged := log.String()
+			if lv, ok := err.(slog.LogValuer); ok {
+				logged += lv.LogValue().String()
+			}
+			for _, where := range []string{err.Error(), logged} {
+				low := strings.ToLower(where)
+				if strings.Contains(low, strings.ToLower(key)) || strings.Contains(low, strings.ToLower(escaped)) {
+					t.Errorf("the key leaked: %s", where)
+				}
+			}
+			if !strings.Contains(err.Error(), srv.URL) {
+				t.Errorf("error %q does not name the endpoint", err)
+			}
+		})
+	}
+}
+
+// TestLogFormHoldsNothingTheEndpointWrote: an endpoint's message (a
+// validation error quoting the request, so the prompt) reaches the client's
+// error but never the error's log form (issue 25, item 5).
+func TestLogFormHoldsNothingTheEndpointWrote(t *testing.T) {
+	const quoted = "PROMPT-TEXT-quoted-back"
+	for _, reply := range []chatscript.Reply{
+		{Status: 400, Body: `{"error":{"message":"invalid message: ` + quoted + `"}}`},
+		{Status: 500, Body: `{"error":"` + quoted + `"}`},
+		{Body: `data: {"error":{"message":"` + quoted + `"}}` + "\n\n"},
+		{Body: "data: {" + quoted + "\n\n"},
+	} {
+		srv := chatscript.Script(t, reply)
+		_, _, err := step(t, newModel(t, srv.URL, openai.Options{MaxRetries: -1}))
+		lv, ok := err.(slog.LogValuer)
+		if !ok {
+			t.Fatalf("error %T (%v) has no log form", err, err)
+		}
+		if got := lv.LogValue().String(); strings.Contains(got, quoted) || !strings.Contains(got, srv.URL) {
+			t.Errorf("log form %q: want the endpoint and not the endpoint's words", got)
+		}
+	}
+}
+
+// TestArgumentsAsObject: a server that streams a call's arguments as a
+// JSON object (Ollama's native shape) instead of a string fails the step
+// with the "not a chat completion" error, naming the endpoint (docs/SPEC.md
+// §9, streamed shapes).
+func TestArgumentsAsObject(t *testing.T) {
+	sse := `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":{"path":"a.txt"}}}]}}]}` +
+		"\n\ndata: [DONE]\n\n"
+	srv := chatscript.Script(t, chatscript.Reply{Body: sse})
+	_, _, err := step(t, newModel(t, srv.URL, openai.Options{}))
+	if err == nil || !strings.Contains(err.Error(), "not a chat completion") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("Step = %v, want the not-a-chat-completion error naming the endpoint", err)
 	}
 }

@@ -167,7 +167,7 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 const bigStall = 300 * time.Millisecond
 
 // serveBig serves s through the hosts' Server (whose connections are
-// LimitListener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
+// netcap.Listener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
 // most conns connections, until the test ends. It returns the address and
 // a connection to it with a tiny receive buffer (hostile.DialSmall),
 // closed when the test ends.
@@ -186,10 +186,11 @@ func serveBig(t *testing.T, s bigSession, conns int) (string, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := srv.Start(t.Context())
+	err = srv.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := srv.Addr()
 	t.Cleanup(func() {
 		if err := srv.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)

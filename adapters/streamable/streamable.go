@@ -33,12 +33,13 @@
 // credential, the Origin rule, the exact request target). Around them the
 // package holds what both hosts run the same way: a [Server] (the HTTP/1.1
 // server, its timeouts, and the Start / Stop / Wait lifecycle of
-// docs/SPEC.md §5.2 and §3 "Ending") and [LimitListener] (the connection
-// caps of §5.2 and §5.3).
+// docs/SPEC.md §5.2 and §3 "Ending"), which caps and tunes its
+// connections with internal/netcap (§5.2, §5.3).
 package streamable
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -51,6 +52,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -255,7 +257,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		return
 	}
 	var admitBatch func(int) int
-	if firstByte(body) == '[' {
+	if jsonrpc.FirstByte(body) == '[' {
 		batch = &batchAdmission{h: h, p: p, held: 1}
 		admitBatch = batch.admit
 	}
@@ -397,7 +399,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // responder writes nothing more.
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, p ports.Principal, admitBatch func(int) int) {
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
-	if firstByte(body) != '[' {
+	if jsonrpc.FirstByte(body) != '[' {
 		opts.Notify = out.notify
 		h.sse.add(out)
 		defer h.sse.remove(out)
@@ -598,9 +600,9 @@ func writeBody(out *stallWriter, status int, body []byte) {
 	out.write(body)
 }
 
-// mcpHeaders collects the headers the modern revision compares with the body.
-// A header sent more than once is joined with commas, so it can only
-// mismatch.
+// mcpHeaders collects the headers the modern revision compares with the
+// body (MCP 2026-07-28 "Standard headers"), normalised as the engine wants
+// them: see headerValue.
 func mcpHeaders(h http.Header) engine.Headers {
 	var out engine.Headers
 	out.ProtocolVersion, out.HasProtocolVersion = headerValue(h, "Mcp-Protocol-Version")
@@ -610,13 +612,31 @@ func mcpHeaders(h http.Header) engine.Headers {
 }
 
 // headerValue reads a header by its canonical key (net/http canonicalizes
-// what it receives, so the map is indexed directly).
+// what it receives, so the map is indexed directly) and normalises it: a
+// header sent more than once is joined with commas (so it can only
+// mismatch), surrounding whitespace is trimmed, and a value of the form
+// =?base64?<standard base64 of UTF-8>?= is decoded (how a client sends a
+// tool name that is not a valid header value). A sentinel that does not
+// decode is kept as is, so it can only mismatch.
 func headerValue(h http.Header, key string) (string, bool) {
-	v := h[key]
-	if len(v) == 0 {
+	vs := h[key]
+	var v string
+	switch len(vs) {
+	case 0:
 		return "", false
+	case 1:
+		v = vs[0]
+	default:
+		v = strings.Join(vs, ",")
 	}
-	return strings.Join(v, ","), true
+	v = strings.TrimSpace(v)
+	const prefix, suffix = "=?base64?", "?="
+	if len(v) >= len(prefix)+len(suffix) && strings.HasPrefix(v, prefix) && strings.HasSuffix(v, suffix) {
+		if b, err := base64.StdEncoding.DecodeString(v[len(prefix) : len(v)-len(suffix)]); err == nil {
+			return string(b), true
+		}
+	}
+	return v, true
 }
 
 // isJSONContentType: exactly one Content-Type, of media type
@@ -665,12 +685,4 @@ func acceptsJSONAndSSE(values []string) bool {
 		}
 	}
 	return json && sse
-}
-
-func firstByte(b []byte) byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
-		return 0
-	}
-	return b[0]
 }

@@ -5,8 +5,10 @@
 // every peer's credentials are checked before a frame is read: only
 // processes of this process's user are served.
 //
-// Lifecycle: [New] → [Server.Start] → [Server.Wait] / [Server.Stop], then
-// the engine's Shutdown. The README's "Writing a carrier" walks through it.
+// Lifecycle: the Server is an [engine.Carrier] (docs/SPEC.md §5): [New] →
+// [Server.Start] → [Server.Wait] / [Server.Stop], then the engine's
+// Shutdown ([engine.Engine.Run] does the last two in order). The README's
+// "Writing a carrier" walks through it.
 package unixsocket
 
 import (
@@ -34,11 +36,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Errors of Start.
+// Errors of Start, beside the lifecycle errors every carrier shares
+// ([engine.ErrAlreadyStarted], [engine.ErrStopped]), which it wraps as
+// "unixsocket: …".
 var (
-	ErrInUse          = errors.New("unixsocket: something answers on the socket path")
-	ErrNotSocket      = errors.New("unixsocket: the path exists and is not a socket")
-	ErrAlreadyStarted = errors.New("unixsocket: already started or stopped")
+	ErrInUse     = errors.New("unixsocket: something answers on the socket path")
+	ErrNotSocket = errors.New("unixsocket: the path exists and is not a socket")
+)
+
+var (
+	errAlreadyStarted = fmt.Errorf("unixsocket: %w", engine.ErrAlreadyStarted)
+	errStopped        = fmt.Errorf("unixsocket: %w", engine.ErrStopped)
 )
 
 // Server serves an engine on a Unix socket, once. Its methods are safe for
@@ -52,9 +60,11 @@ type Server struct {
 	slots  chan struct{} // one per connection served
 	conns  sync.WaitGroup
 
-	mu       sync.Mutex // guards ln and err; taken by Start whole
-	used     bool
+	mu       sync.Mutex // guards used, stopped, ln and err
+	used     bool       // Start or Stop was called
+	stopped  bool       // Stop was called
 	ln       net.Listener
+	made     os.FileInfo // the socket file Start created, to remove only it
 	err      error
 	done     chan struct{} // closed when serving has ended
 	doneOnce sync.Once
@@ -77,31 +87,55 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		slots: make(chan struct{}, opts.MaxConns), done: make(chan struct{})}, nil
 }
 
+var _ engine.Carrier = (*Server)(nil)
+
 // Start validates the catalog, replaces a stale socket file, listens with
-// mode 0600 and serves. It fails with ErrAlreadyStarted, the catalog's error,
-// ErrInUse, ErrNotSocket, or the listen error; a failed Start ends the
-// Server.
+// mode 0600 and serves. It fails with an error wrapping
+// [engine.ErrAlreadyStarted] (a second Start) or [engine.ErrStopped] (Stop
+// came first, or during the validation: then nothing was bound), the
+// catalog's error, ctx's error (ctx bounds start-up only), ErrInUse,
+// ErrNotSocket, or the listen error; a failed Start ends the Server.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.used {
-		return ErrAlreadyStarted
+	switch {
+	case s.stopped:
+		s.mu.Unlock()
+		return errStopped
+	case s.used:
+		s.mu.Unlock()
+		return errAlreadyStarted
 	}
 	s.used = true
-	ln, err := s.listen(ctx)
+	s.mu.Unlock()
+
+	// The validation is cut short by ctx or by Stop (which cancels s.ctx).
+	vctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	err := s.eng.Validate(vctx)
+	stop()
+	cancel()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped { // Stop waits for this end
+		s.end(nil)
+		return errStopped
+	}
+	if err == nil {
+		s.ln, err = s.listen()
+	} else if ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		s.end(err)
 		return err
 	}
-	s.ln = ln
-	go s.accept(ln)
+	s.made, _ = os.Lstat(s.opts.Path) // nil if it is already gone: then Stop removes nothing
+	go s.accept(s.ln)
 	return nil
 }
 
-func (s *Server) listen(ctx context.Context) (net.Listener, error) {
-	if err := s.eng.Validate(ctx); err != nil {
-		return nil, err
-	}
+func (s *Server) listen() (net.Listener, error) {
 	if fi, err := os.Lstat(s.opts.Path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
 			return nil, ErrNotSocket
@@ -112,14 +146,19 @@ func (s *Server) listen(ctx context.Context) (net.Listener, error) {
 		}
 		_ = os.Remove(s.opts.Path) // stale: nothing answers on it
 	}
-	ln, err := net.Listen("unix", s.opts.Path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.opts.Path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("unixsocket: %w", err)
 	}
+	// Closing the listener must not unlink the path: by then it may name
+	// another server's socket. Stop removes the file only if it is the one
+	// made here (removeOwn).
+	ln.SetUnlinkOnClose(false)
 	// Every peer is checked below, so the moment before the mode narrows
 	// admits nobody else either.
 	if err := os.Chmod(s.opts.Path, 0o600); err != nil {
 		ln.Close()
+		_ = os.Remove(s.opts.Path) // just made, nothing else can be there yet
 		return nil, fmt.Errorf("unixsocket: %w", err)
 	}
 	return ln, nil
@@ -164,14 +203,21 @@ func (s *Server) end(err error) {
 	s.doneOnce.Do(func() { s.err = err; close(s.done) })
 }
 
-// Stop stops accepting, removes the socket file, stops every connection
+// Stop stops accepting, removes the socket file if it is still the one
+// Start made (the same file, compared by device and inode: a file put there
+// since, such as another server's socket, stays), stops every connection
 // (calls in flight are cancelled; a tools/call still answers "server is
-// shutting down") and waits for them, or for ctx. Safe to repeat, and
-// before Start (which then fails).
+// shutting down") and waits for them — each connection drains for at most
+// 5 s ([engine.ConnOptions].DrainTimeout) — or for ctx (ctx's error). A
+// Stop during a pending Start makes it fail with [engine.ErrStopped]. Safe
+// to repeat, to call concurrently, and before Start (which then fails with
+// [engine.ErrStopped]); after it returns nil, Wait returns at once.
 func (s *Server) Stop(ctx context.Context) error {
 	s.cancel()
 	s.mu.Lock()
-	ln := s.ln
+	s.stopped = true
+	ln, made := s.ln, s.made
+	s.made = nil
 	if !s.used {
 		s.used = true
 		s.end(nil)
@@ -179,6 +225,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	if ln != nil {
 		ln.Close()
+		removeOwn(s.opts.Path, made)
 	}
 	select {
 	case <-s.done:
@@ -188,10 +235,25 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 }
 
+// removeOwn removes path if it is still the file made (nil: nothing to
+// remove). Between the check and the removal another server could replace
+// the file; the window is one system call wide and needs a third party to
+// remove a live socket first, the case this guards against.
+func removeOwn(path string, made os.FileInfo) {
+	if made == nil {
+		return
+	}
+	if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, made) {
+		_ = os.Remove(path)
+	}
+}
+
 // Path is the socket file.
 func (s *Server) Path() string { return s.opts.Path }
 
-// Wait blocks until serving has ended: nil after Stop, else why.
+// Wait blocks until the Server has ended: nil after Stop, else why (a
+// failed Start's error included). Before Start it blocks until Start fails
+// or Stop is called.
 func (s *Server) Wait() error {
 	<-s.done
 	return s.err

@@ -330,7 +330,7 @@ func TestWriteFile(t *testing.T) {
 			Tool:    "write_file",
 			Summary: "Create a file in the workspace",
 			Arguments: []domain.Argument{
-				{Name: "path", Value: "dir/new.txt"},
+				{Name: "path", Value: "dir/new.txt", Path: true},
 				{Name: "content", Value: "new\n", Contents: true},
 			},
 		}
@@ -384,7 +384,10 @@ func TestWriteFile(t *testing.T) {
 			}
 			fail(t, invoke(t, s, "write_file", `{"path":"`+path+`","content":"evil"}`, c.caller), `Permission denied: writing "`+path+`" was not allowed`)
 		}
+		// A closed Caller: the refusal says what would let the write through.
 		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "Permission denied")
+		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "--ask-client")
+		fail(t, invoke(t, s, "write_file", `{"path":"closed.txt","content":"evil"}`, nil), "2026-07-28 client")
 		if b, _ := os.ReadFile(filepath.Join(root, "old.txt")); string(b) != "replaced" {
 			t.Errorf("denied write changed old.txt to %q", b)
 		}
@@ -455,4 +458,27 @@ func (allowAfter) Principal() ports.Principal                          { return 
 // answer returns a Recorder.Answer that picks text.
 func answer(text string) func(domain.AskPrompt) domain.Answer {
 	return func(domain.AskPrompt) domain.Answer { return domain.Answer{Text: text, Answered: true} }
+}
+
+// TestWriteFileDialogShowsTheFile: the dialog the engine renders for a
+// write to a deep path shows the name of the file the write lands in —
+// the permission prompt and, for an existing file, the overwrite question
+// (docs/SPEC.md §6 "Forms"; a dialog cut to the path's first 200
+// characters hid it).
+func TestWriteFileDialogShowsTheFile(t *testing.T) {
+	deep := strings.Repeat("a-rather-long-directory/", 11) + "the-file-approved.txt"
+	s, _ := newSession(t, map[string]string{deep: "old"})
+	rec := &porttest.Recorder{Allow: true, Answer: answer(workspace.OverwriteAnswer)}
+	var res writeResult
+	succeed(t, invoke(t, s, "write_file", `{"path":"`+deep+`","content":"new"}`, rec), &res)
+	perms, asks := rec.Requests()
+	if len(perms) != 1 || len(asks) != 1 {
+		t.Fatalf("prompts = %+v, %+v; want one permission prompt and one question", perms, asks)
+	}
+	if msg := domain.PermissionForm(perms[0]).Message; !strings.Contains(msg, `directory/the-file-approved.txt"`) {
+		t.Errorf("the permission dialog hides the file:\n%s", msg)
+	}
+	if f, _ := domain.AskForm(asks[0]); !strings.Contains(f.Message, "the-file-approved.txt. Overwrite it or keep it?") {
+		t.Errorf("the overwrite question hides the file:\n%s", f.Message)
+	}
 }

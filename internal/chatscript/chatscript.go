@@ -99,6 +99,31 @@ type Reply struct {
 	// "stop".
 	Finish string
 
+	// Usage, when set, reports token counts: in the whole answer's "usage",
+	// or streamed as a last chunk without choices (OpenAI's shape with
+	// stream_options.include_usage).
+	Usage *Usage
+
+	// Streamed shapes of servers other than OpenAI (docs/SPEC.md §9):
+	//
+	// SameIndex sends every call at index 0, told apart only by their ids
+	// (Ollama, ollama/ollama #15457 and #16212).
+	SameIndex bool
+	// WholeCalls sends each call whole in one piece: id, name and all the
+	// arguments (Ollama; servers that buffer calls, theroyallab/tabbyAPI
+	// #460).
+	WholeCalls bool
+	// ArgsInHead sends the first piece of the arguments with the id and name
+	// (vLLM with Mistral's parser, vllm-project/vllm #34887); otherwise the
+	// head carries "arguments":"".
+	ArgsInHead bool
+	// EmptyDeltas puts an empty delta, an empty content and an empty
+	// tool_calls list between the pieces (jjang-ai/vmlx #219).
+	EmptyDeltas bool
+	// ArgPiece is the size of the streamed argument pieces (default 5, at
+	// least 4).
+	ArgPiece int
+
 	// Mid, when set, runs after the first piece of the answer has been
 	// sent (streamed) or before anything is sent (whole), with the
 	// request's context: a test holds the answer there.
@@ -106,6 +131,13 @@ type Reply struct {
 	// MidAfterText, when > 0 on a streamed reply, runs Mid after that many
 	// pieces of Text instead (a test holds the stream mid-text).
 	MidAfterText int
+}
+
+// Usage is a reply's token counts.
+type Usage struct{ Prompt, Completion int }
+
+func (u *Usage) wire() map[string]any {
+	return map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": u.Completion, "total_tokens": u.Prompt + u.Completion}
 }
 
 // Server is the scripted endpoint.
@@ -222,8 +254,12 @@ func whole(r Reply) any {
 		}
 		msg["tool_calls"] = calls
 	}
-	return map[string]any{"id": "chatcmpl-script", "object": "chat.completion", "model": "scripted",
+	out := map[string]any{"id": "chatcmpl-script", "object": "chat.completion", "model": "scripted",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish(r)}}}
+	if r.Usage != nil {
+		out["usage"] = r.Usage.wire()
+	}
+	return out
 }
 
 // stream writes r as SSE chunks, flushing each.
@@ -266,21 +302,51 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 			r.Mid(ctx)
 		}
 	}
-	for i, c := range r.Calls {
-		head := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}
-		if !c.NoIndex {
-			head["index"] = i
+	empties := func() {
+		if r.EmptyDeltas {
+			send(chunk(delta(map[string]any{}, nil)))
+			send(chunk(delta(map[string]any{"content": ""}, nil)))
+			send(chunk(delta(map[string]any{"tool_calls": []any{}}, nil)))
 		}
+	}
+	size := 5
+	if r.ArgPiece > 0 {
+		size = max(r.ArgPiece, 4) // pieces needs room for a whole UTF-8 rune
+	}
+	for i, c := range r.Calls {
+		index := i
+		if r.SameIndex {
+			index = 0
+		}
+		args := pieces(c.Arguments, size)
+		first := ""
+		switch {
+		case r.WholeCalls:
+			first, args = c.Arguments, nil
+		case r.ArgsInHead && len(args) > 0:
+			first, args = args[0], args[1:]
+		}
+		head := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": first}}
+		if !c.NoIndex {
+			head["index"] = index
+		}
+		empties()
 		send(chunk(delta(map[string]any{"tool_calls": []any{head}}, nil)))
-		for _, piece := range pieces(c.Arguments, 5) {
+		for _, piece := range args {
 			p := map[string]any{"function": map[string]any{"arguments": piece}}
 			if !c.NoIndex {
-				p["index"] = i
+				p["index"] = index
 			}
+			empties()
 			send(chunk(delta(map[string]any{"tool_calls": []any{p}}, nil)))
 		}
 	}
 	send(chunk(delta(map[string]any{}, finish(r))))
+	if r.Usage != nil {
+		c := chunk()
+		c["usage"] = r.Usage.wire()
+		send(c)
+	}
 	io.WriteString(w, "data: [DONE]\n\n")
 }
 

@@ -51,7 +51,14 @@ func Serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 // Check returns what is wrong with an answer: a status outside Statuses; a
 // JSON body that is not one JSON-RPC message or batch answer; an event
 // stream whose data is not; a body on a status that must be empty.
-func Check(rec *httptest.ResponseRecorder) error {
+func Check(rec *httptest.ResponseRecorder) error { return check(rec, false) }
+
+// CheckWithHints is Check for the loopback host, whose 401 and 403 carry
+// one line of text saying what to do (docs/SPEC.md §5.2): "agentmcp:
+// refused (…): …".
+func CheckWithHints(rec *httptest.ResponseRecorder) error { return check(rec, true) }
+
+func check(rec *httptest.ResponseRecorder, hints bool) error {
 	status := rec.Code
 	body := rec.Body.Bytes()
 	if !Statuses[status] {
@@ -59,6 +66,11 @@ func Check(rec *httptest.ResponseRecorder) error {
 	}
 	ct := rec.Header().Get("Content-Type")
 	switch {
+	case hints && (status == 401 || status == 403) && ct == "text/plain; charset=utf-8":
+		if !bytes.HasPrefix(body, []byte("agentmcp: refused (")) || bytes.Count(body, []byte("\n")) != 1 || !bytes.HasSuffix(body, []byte("\n")) {
+			return fmt.Errorf("status %d: the hint is not one line: %q", status, trim(body))
+		}
+		return nil
 	case len(body) == 0:
 		if status == 200 {
 			return errors.New("200 with an empty body")

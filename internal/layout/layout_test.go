@@ -65,6 +65,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 	}{
 		{"domain imports a third party", map[string][]string{m("domain"): {"github.com/google/go-cmp/cmp"}}, "domain imports github.com/google/go-cmp/cmp"},
 		{"domain imports ports", map[string][]string{m("domain"): {m("ports")}}, "domain imports " + m("ports")},
+		{"the JSON wire layer imports the domain", map[string][]string{m("internal/jsonrpc"): {m("domain")}}, "internal/jsonrpc imports " + m("domain")},
 		{"a carrier imports another", map[string][]string{m("adapters/httploopback"): {m("adapters/stdio")}}, "adapters/httploopback imports " + m("adapters/stdio")},
 		{"the remote host imports the verifier adapter", map[string][]string{m("adapters/httpremote"): {m("adapters/oauth")}}, "adapters/httpremote imports " + m("adapters/oauth")},
 		{"the engine imports a carrier", map[string][]string{m("engine"): {m("adapters/stdio")}}, "engine imports"},
@@ -93,5 +94,41 @@ func TestCheckCatchesViolations(t *testing.T) {
 	}
 	if got := Check(ok); len(got) != 0 {
 		t.Errorf("Check of a valid graph = %q, want none", got)
+	}
+}
+
+// TestRulesFollowTheLayers: no rule lets a layered package depend on a
+// layer to its right (domain ← ports ← engine ← adapters/* ← app, without
+// exception), only test harnesses and app may depend on anything, and a
+// helper under internal/ that a layered package may use depends on the
+// standard library only.
+func TestRulesFollowTheLayers(t *testing.T) {
+	helpers := map[string]bool{}
+	for _, r := range Rules {
+		if strings.HasPrefix(r.Package, "internal/") && len(r.Allowed) == 0 {
+			helpers[r.Package] = true
+		}
+	}
+	for _, r := range Rules {
+		layer := LayerOf(r.Package)
+		if layer < 0 {
+			continue
+		}
+		for _, a := range r.Allowed {
+			switch {
+			case a == "...":
+				if layer != LayerOf("app") {
+					t.Errorf("%s may depend on anything: only app may", r.Package)
+				}
+			case strings.Contains(a, "."): // a third party
+			case LayerOf(a) > layer:
+				t.Errorf("%s may depend on %s, a layer to its right", r.Package, a)
+			case LayerOf(a) < 0 && !helpers[a]:
+				t.Errorf("%s may depend on %s, which is neither a layer nor a standard-library-only helper", r.Package, a)
+			}
+		}
+	}
+	if LayerOf("engine") != 2 || LayerOf("adapters/streamable") != 3 || LayerOf("internal/netcap") != -1 {
+		t.Error("the layers are not domain, ports, engine, adapters, app")
 	}
 }

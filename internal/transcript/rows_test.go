@@ -103,7 +103,7 @@ var specRows = []struct{ id, text string }{
 	{"spec6-legacy-elicit", "legacy on stdio, negotiated ≥ 2025-06-18, declared form elicitation (elicitation:{} or {\"form\":{}}) → elicitation/create during the call."},
 	{"spec6-legacy-closed", "legacy without the capability, or negotiated < 2025-06-18 → settles closed (the tool error)."},
 	{"spec6-legacy-http-closed", "legacy on HTTP → settles closed (the tool error)."},
-	{"spec6-permission-form", "The engine owns the message template. Permission → one required property decision: {\"type\":\"string\",\"enum\":[\"allow_once\",\"deny\"]}."},
+	{"spec6-permission-form", "The engine owns the message template. Permission → one required property decision, titled choices: {\"type\":\"string\",\"title\":\"Decision\",\"oneOf\":[{\"const\":\"allow_once\",\"title\":\"Allow once\"},{\"const\":\"deny\",\"title\":\"Deny\"}]} (2025-06-18: enum with enumNames)."},
 	{"spec6-allow-once", "accept + allow_once → allowed once (nothing grants a remembered permission)."},
 	{"spec6-deny", "deny, decline, cancel … → the permission error stays."},
 	{"spec6-malformed", "a malformed answer → the permission error stays."},

@@ -26,7 +26,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { RecordingTransport } from './record.mjs';
 
-const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'agent_submit'];
+const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'edit_file', 'find_files', 'agent_submit'];
 const WANT_SUBMIT_DESCRIPTION = 'Submit a prompt to the agent and await its turn';
 const WANT_SUBMIT_SCHEMA = {
   type: 'object',
@@ -43,6 +43,8 @@ const WANT_METADATA = {
   read_file: { title: 'Read a file', annotations: READ_ONLY },
   search_text: { title: 'Search text', annotations: READ_ONLY },
   write_file: { title: 'Write a file', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } },
+  edit_file: { title: 'Edit a file', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false } },
+  find_files: { title: 'Find files', annotations: READ_ONLY },
   agent_submit: { title: 'Ask the agent', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } },
 };
 const WANT_PROTOCOL_VERSION = '2025-11-25'; // the SDK's latest; it has no 2026-07-28

@@ -59,15 +59,3 @@ func TestAppendEnvelopeIsMarshalJSON(t *testing.T) {
 }
 
 func ptr(f float64) *float64 { return &f }
-
-// FuzzValidJSON holds ValidJSON to json.Valid's answer on any input.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{``, ` `, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `1e+5`, `-1.5E-3`, `"\u00e9\ud83d"`, `"\x"`, "\"a\tb\"", `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[[[[]]]]`, `tru`, `true false`, `nul`, ` {"a" : [ true , null , "x" ] } `, "\"\xff\"", `"\u12"`, `{"a":{"b":[1,{"c":"d"}]}}`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := domain.ValidJSON(b), json.Valid(b); got != want {
-			t.Errorf("ValidJSON(%q) = %v, json.Valid = %v", b, got, want)
-		}
-	})
-}

@@ -1,6 +1,6 @@
 //go:build unix && !aix
 
-package streamable
+package netcap
 
 import (
 	"net"

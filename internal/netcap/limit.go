@@ -1,4 +1,4 @@
-package streamable
+package netcap
 
 import (
 	"errors"
@@ -9,20 +9,20 @@ import (
 	"time"
 )
 
-// DefaultIdleGrace is the default of [ConnLimits.IdleGrace].
+// DefaultIdleGrace is the default of [Limits.IdleGrace].
 const DefaultIdleGrace = 250 * time.Millisecond
 
-// ConnLimits configures [LimitListener]: the connection caps of
-// docs/SPEC.md §5.2 (loopback: 128 in all) and §5.3 (remote: 256 in all, 16
-// per client address).
+// Limits configures [NewListener]: the connection caps of docs/SPEC.md §5.2
+// (loopback: 128 in all) and §5.3 (remote: 256 in all, 16 per client
+// address).
 //
 // A connection is idle while it has not sent a complete request header
 // (http.StateNew) or waits between keep-alive requests (http.StateIdle);
 // it is active while a request is being read or served. A cap is never
 // held by idle connections against a newcomer: at a cap, an idle
-// connection is closed to admit the new one (see [LimitListener]). Active
+// connection is closed to admit the new one (see [NewListener]). Active
 // connections are never closed to make room.
-type ConnLimits struct {
+type Limits struct {
 	// Total caps the open connections; at least 1. At the cap, the oldest
 	// idle connection that has been idle for at least IdleGrace, and has
 	// nothing unread in its socket, is closed to admit the next one: first
@@ -59,31 +59,32 @@ type ConnLimits struct {
 	OnWait, OnRefuse, OnEvict func()
 }
 
-// ErrConnLimits is wrapped by the error of [LimitListener] (and of
-// [NewServer]) for limits it cannot apply.
-var ErrConnLimits = errors.New("streamable: invalid ConnLimits")
+// ErrLimits is wrapped by the error of [NewListener] and [Limits.Check]
+// for limits that cannot be applied.
+var ErrLimits = errors.New("netcap: invalid Limits")
 
-func (c ConnLimits) check() error {
+// Check reports why c cannot be applied (an error wrapping [ErrLimits]), or nil.
+func (c Limits) Check() error {
 	switch {
 	case c.Total < 1:
-		return fmt.Errorf("%w: Total must be at least 1", ErrConnLimits)
+		return fmt.Errorf("%w: Total must be at least 1", ErrLimits)
 	case c.PerClient < 0:
-		return fmt.Errorf("%w: PerClient must not be negative", ErrConnLimits)
+		return fmt.Errorf("%w: PerClient must not be negative", ErrLimits)
 	case c.PerClient > 0 && c.ClientOf == nil:
-		return fmt.Errorf("%w: PerClient needs ClientOf", ErrConnLimits)
+		return fmt.Errorf("%w: PerClient needs ClientOf", ErrLimits)
 	case c.IdleGrace < 0:
-		return fmt.Errorf("%w: IdleGrace must not be negative", ErrConnLimits)
+		return fmt.Errorf("%w: IdleGrace must not be negative", ErrLimits)
 	}
 	return nil
 }
 
-// LimitedListener is a net.Listener with connection caps (see
-// [LimitListener]). Its ConnState method must be installed as (or called
+// Listener is a net.Listener with connection caps (see
+// [NewListener]). Its ConnState method must be installed as (or called
 // from) the http.Server's ConnState hook: it is how the listener learns
 // which connections are idle.
-type LimitedListener struct {
+type Listener struct {
 	ln     net.Listener
-	limits ConnLimits
+	limits Limits
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -96,9 +97,9 @@ type LimitedListener struct {
 	idle     connQueue // connections between keep-alive requests, oldest first
 }
 
-// LimitListener returns l with c's caps applied to what its Accept returns
+// NewListener returns l with c's caps applied to what its Accept returns
 // (docs/SPEC.md §5.2, §5.3). It fails with an error wrapping
-// [ErrConnLimits] when c.Total is less than 1, c.PerClient or c.IdleGrace
+// [ErrLimits] when c.Total is less than 1, c.PerClient or c.IdleGrace
 // is negative, or c.PerClient is set without c.ClientOf.
 //
 // Accept takes the next connection from l, then finds it a slot: a free
@@ -110,7 +111,7 @@ type LimitedListener struct {
 // connection, until one of those appears or a connection closes. A closed
 // connection gives its slots back once, however often Close is called.
 // Connections are active (never closed to make room) until the
-// http.Server reports them idle through [LimitedListener.ConnState], so
+// http.Server reports them idle through [Listener.ConnState], so
 // without that hook the caps only wait and refuse.
 //
 // Close stops accepting and closes l; an Accept waiting for a slot then
@@ -118,8 +119,8 @@ type LimitedListener struct {
 // (http.Server closes them). Accepted connections keep CloseWrite, which
 // net/http uses to avoid resetting a connection whose request body it did
 // not read.
-func LimitListener(l net.Listener, c ConnLimits) (*LimitedListener, error) {
-	if err := c.check(); err != nil {
+func NewListener(l net.Listener, c Limits) (*Listener, error) {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	if c.PerClient == 0 {
@@ -128,7 +129,7 @@ func LimitListener(l net.Listener, c ConnLimits) (*LimitedListener, error) {
 	if c.IdleGrace == 0 {
 		c.IdleGrace = DefaultIdleGrace
 	}
-	return &LimitedListener{
+	return &Listener{
 		ln:       l,
 		limits:   c,
 		closed:   make(chan struct{}),
@@ -138,11 +139,11 @@ func LimitListener(l net.Listener, c ConnLimits) (*LimitedListener, error) {
 }
 
 // Addr is the underlying listener's address.
-func (l *LimitedListener) Addr() net.Addr { return l.ln.Addr() }
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
 // Accept returns the next connection once it has a slot (see
-// [LimitListener]).
-func (l *LimitedListener) Accept() (net.Conn, error) {
+// [NewListener]).
+func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -166,7 +167,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 // admit finds c a slot, closing idle connections or waiting as the caps
 // say. It returns nil when c is over its client's cap with none of that
 // client's connections idle, and net.ErrClosed when l was closed meanwhile.
-func (l *LimitedListener) admit(c net.Conn) (*limitConn, error) {
+func (l *Listener) admit(c net.Conn) (*conn, error) {
 	var key any
 	counted := false
 	if l.limits.ClientOf != nil {
@@ -229,14 +230,14 @@ func (l *LimitedListener) admit(c net.Conn) (*limitConn, error) {
 			l.byClient[key]++
 		}
 		l.mu.Unlock()
-		return &limitConn{Conn: c, l: l, key: key, counted: counted}, nil
+		return &conn{Conn: c, l: l, key: key, counted: counted}, nil
 	}
 }
 
 // oldestOf returns key's oldest idle connection with nothing unread in
 // its socket, never-used ones first, however briefly idle; nil when none
 // is. l.mu is held.
-func (l *LimitedListener) oldestOf(key any) *limitConn {
+func (l *Listener) oldestOf(key any) *conn {
 	for _, q := range []*connQueue{&l.fresh, &l.idle} {
 		for c := q.head; c != nil; c = c.next {
 			if c.counted && c.key == key && !hasUnread(c.Conn) {
@@ -257,7 +258,7 @@ func (l *LimitedListener) oldestOf(key any) *limitConn {
 // connection will have been idle long enough, or IdleGrace when the ones
 // that have all hold unread bytes (which the server may read without the
 // connection leaving the idle state: a partial header). l.mu is held.
-func (l *LimitedListener) oldestIdle(now time.Time) (*limitConn, time.Duration) {
+func (l *Listener) oldestIdle(now time.Time) (*conn, time.Duration) {
 	queues := []*connQueue{&l.fresh, &l.idle}
 	if l.fresh.head != nil {
 		queues = queues[:1] // kept-alive connections only when no never-used one is open
@@ -285,7 +286,7 @@ func (l *LimitedListener) oldestIdle(now time.Time) (*limitConn, time.Duration) 
 
 // evictUnlock gives the slots of c back, unlocks l.mu (held on entry) and
 // closes c.
-func (l *LimitedListener) evictUnlock(c *limitConn) {
+func (l *Listener) evictUnlock(c *conn) {
 	l.releaseLocked(c)
 	l.mu.Unlock()
 	_ = c.Conn.Close()
@@ -295,7 +296,7 @@ func (l *LimitedListener) evictUnlock(c *limitConn) {
 }
 
 // releaseLocked gives c's slots back, once; l.mu is held.
-func (l *LimitedListener) releaseLocked(c *limitConn) {
+func (l *Listener) releaseLocked(c *conn) {
 	if c.released {
 		return
 	}
@@ -310,14 +311,14 @@ func (l *LimitedListener) releaseLocked(c *limitConn) {
 	l.signal()
 }
 
-func (l *LimitedListener) untrack(c *limitConn) {
+func (l *Listener) untrack(c *conn) {
 	if c.queue != nil {
 		c.queue.remove(c)
 	}
 }
 
 // signal wakes a waiting Accept, without blocking.
-func (l *LimitedListener) signal() {
+func (l *Listener) signal() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -328,8 +329,8 @@ func (l *LimitedListener) signal() {
 // accepted (others are ignored): StateNew and StateIdle make it idle, any
 // other state active. Install it as http.Server.ConnState, or call it from
 // the server's own hook.
-func (l *LimitedListener) ConnState(nc net.Conn, state http.ConnState) {
-	c, ok := nc.(*limitConn)
+func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*conn)
 	if !ok || c.l != l {
 		return
 	}
@@ -355,7 +356,7 @@ func (l *LimitedListener) ConnState(nc net.Conn, state http.ConnState) {
 
 // Close stops accepting and closes the underlying listener; only the first
 // call does anything (later calls return net.ErrClosed).
-func (l *LimitedListener) Close() error {
+func (l *Listener) Close() error {
 	err := net.ErrClosed
 	l.closeOnce.Do(func() {
 		close(l.closed)
@@ -367,9 +368,9 @@ func (l *LimitedListener) Close() error {
 // connQueue is a queue of idle connections linked through the connections
 // themselves, so the two state changes of every request allocate nothing.
 // l.mu guards it.
-type connQueue struct{ head, tail *limitConn }
+type connQueue struct{ head, tail *conn }
 
-func (q *connQueue) pushBack(c *limitConn) {
+func (q *connQueue) pushBack(c *conn) {
 	c.queue, c.prev, c.next = q, q.tail, nil
 	if q.tail != nil {
 		q.tail.next = c
@@ -379,7 +380,7 @@ func (q *connQueue) pushBack(c *limitConn) {
 	q.tail = c
 }
 
-func (q *connQueue) remove(c *limitConn) {
+func (q *connQueue) remove(c *conn) {
 	if c.prev != nil {
 		c.prev.next = c.next
 	} else {
@@ -393,17 +394,17 @@ func (q *connQueue) remove(c *limitConn) {
 	c.queue, c.prev, c.next = nil, nil, nil
 }
 
-// limitConn is one admitted connection.
-type limitConn struct {
+// conn is one admitted connection.
+type conn struct {
 	net.Conn
-	l       *LimitedListener
+	l       *Listener
 	key     any
 	counted bool
 
 	// Guarded by l.mu.
 	released   bool
 	queue      *connQueue // &l.fresh or &l.idle while idle; nil while active
-	prev, next *limitConn // its neighbours in queue
+	prev, next *conn      // its neighbours in queue
 	since      time.Time  // when it became idle
 
 	// Guarded by wmu: the write deadline last asked for, the one armed on
@@ -418,15 +419,15 @@ type limitConn struct {
 // SetWriteDeadline asks for a write deadline of t, lazily. A deadline
 // already armed up to a sixteenth of the time to t after t is left alone,
 // else the deadline is armed that much after t; asking for none (zero)
-// disarms it only before the next write. Every response renews the
-// deadline before it writes (a response that makes no progress for
-// WriteStallTimeout fails, docs/SPEC.md §5.2) and net/http clears it after
+// disarms it only before the next write. The hosts' framing renews the
+// deadline before every write (a response that makes no progress for its
+// write-stall timeout fails, docs/SPEC.md §5.2) and net/http clears it after
 // each response, and arming and disarming the runtime's timer twice per
 // request was among the largest costs in a profile of the loopback host;
 // this way it is armed about once per sixteenth of the timeout per busy
 // connection, and a 30 s stall is detected after 30 to 32 s. A deadline
 // cleared while a write is blocked still ends that write.
-func (c *limitConn) SetWriteDeadline(t time.Time) error {
+func (c *conn) SetWriteDeadline(t time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wAsked = t
@@ -440,7 +441,7 @@ func (c *limitConn) SetWriteDeadline(t time.Time) error {
 
 // Write writes b under the deadline last asked for: a deadline asked to be
 // cleared is disarmed first.
-func (c *limitConn) Write(b []byte) (int, error) {
+func (c *conn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	if c.wAsked.IsZero() && !c.wArmed.IsZero() {
 		c.wArmed = time.Time{}
@@ -454,7 +455,7 @@ func (c *limitConn) Write(b []byte) (int, error) {
 }
 
 // SetDeadline sets both deadlines as asked.
-func (c *limitConn) SetDeadline(t time.Time) error {
+func (c *conn) SetDeadline(t time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wAsked, c.wArmed, c.wSlack = t, t, 0
@@ -462,7 +463,7 @@ func (c *limitConn) SetDeadline(t time.Time) error {
 }
 
 // Close closes the connection and gives its slots back.
-func (c *limitConn) Close() error {
+func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.l.mu.Lock()
 	c.l.releaseLocked(c)
@@ -471,7 +472,7 @@ func (c *limitConn) Close() error {
 }
 
 // CloseWrite half-closes the TCP connection.
-func (c *limitConn) CloseWrite() error {
+func (c *conn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}

@@ -1,0 +1,75 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/openai"
+	"github.com/agentmcp/agentmcp/adapters/workspace"
+	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/chatscript"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
+)
+
+// TestRemoteWalkAwayBlocksNoOne: on the remote host with the agent and
+// asking on, alice starts a turn that needs her approval (a modern call,
+// answered input_required) and walks away. Bob's submission runs its own
+// turn beside hers and carol's read_file is served, while alice's turn
+// stays parked (issue 25, item 6; issue 19, item 2; docs/SPEC.md §8, §9).
+func TestRemoteWalkAwayBlocksNoOne(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := chatscript.New(t, func(req *chatscript.Request) chatscript.Reply {
+		if req.LastUser() == "write x.txt" && len(req.Messages) == 2 {
+			return chatscript.Reply{Calls: []chatscript.Call{{ID: "w", Name: "write_file", Arguments: `{"path":"x.txt","content":"x"}`}}}
+		}
+		return chatscript.Reply{Text: "served: " + req.LastUser()}
+	})
+	ws, err := workspace.New(workspace.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	model, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := agent.New(ws, model, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := enginetest.New(t, session, engine.Options{Name: "t", Version: "1", AskClient: true}, 5*time.Second)
+
+	iss := newTestIssuer(t)
+	access := remoteAccess(iss.URL())
+	access.AllowedSubjects = []string{"alice", "bob", "carol"}
+	access.HTTPClient = iss.Client()
+	addr := startRemote(t, eng, nil, access)
+	call := func(sub, tool, args string) string {
+		t.Helper()
+		tok := iss.token(t, false, func(c map[string]any) { c["sub"] = sub })
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
+		_, got := postMCP(t, addr, tok, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+		return got
+	}
+	if got := call("alice", "agent_submit", `{"prompt":"write x.txt"}`); !strings.Contains(got, `"input_required"`) {
+		t.Fatalf("alice's turn = %s, want it parked on her approval", got)
+	}
+	// alice walks away. Her turn stays parked; nobody else waits for it.
+	if got := call("bob", "agent_submit", `{"prompt":"hello"}`); !strings.Contains(got, "served: hello") {
+		t.Errorf("bob's turn while alice's is parked = %s", got)
+	}
+	if got := call("carol", "read_file", `{"path":"a.txt"}`); !strings.Contains(got, "alpha") {
+		t.Errorf("carol's read_file while alice's turn is parked = %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "x.txt")); err == nil {
+		t.Error("alice's unapproved write landed")
+	}
+}
