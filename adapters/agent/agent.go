@@ -356,8 +356,8 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // Submit runs prompt as one turn of the caller's conversation and returns
 // the model's final answer. Refusals ([ErrBusy], a ctx that ended first)
 // wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
-// timeout, cancellation) is any other error, with a client-visible first
-// line that names the cause.
+// timeout, cancellation, the conversation store) is any other error, with a
+// client-visible first line that names the cause.
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
 	if caller == nil {
 		caller = ports.ClosedCaller{}
