@@ -51,6 +51,11 @@ const (
 	psx        = "kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
+// sqliteDeps is modernc.org/sqlite and what it pulls in: its C library
+// translated to Go, and that library's own dependencies.
+var sqliteDeps = []string{"modernc.org/libc/...", "modernc.org/mathutil", "modernc.org/memory", "modernc.org/sqlite/...", xSys, "github.com/dustin/go-humanize", "github.com/google/uuid",
+	"github.com/remyoudompheng/bigfft", "github.com/mattn/go-isatty", "github.com/ncruces/go-strftime"}
+
 // core is what every package above the domain may lean on: the ports, the
 // domain, and the JSON wire layer beneath them both.
 var core = []string{"ports", "domain", "internal/jsonrpc"}
@@ -89,7 +94,9 @@ var Rules = []Rule{
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", append([]string{logs, doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock)"},
 	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
-	{"adapters/agent", append([]string{logs}, core...), "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
+	{"adapters/agent", append([]string{logs, "adapters/memstore"}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default"},
+	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
+	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
