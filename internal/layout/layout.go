@@ -112,8 +112,9 @@ var Rules = []Rule{
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/record", nil, "agentmcp record's transcript writer: the standard library only"},
-	{"carriertest", append([]string{"transcript", "engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
-	{"transcript", append([]string{"engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
+	{"internal/childpipe", nil, "a child process on pipes of the OS, for the transcript kit's stdio binding and the bench's stdio load: the standard library only"},
+	{"carriertest", append([]string{"transcript", "engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
+	{"transcript", append([]string{"engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
 	{"conformance/...", []string{"..."}, "conformance fixture: a test program wired like app"},
 }
