@@ -28,11 +28,12 @@ func TestHelp(t *testing.T) {
 	}{
 		{"top level", [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}}, []string{
 			"Usage:\n  agentmcp <command> [flags]\n",
-			"\n  serve stdio    Serve the reference session over stdio",
-			"\n  serve http     Serve the reference session over Streamable HTTP",
-			"\n  serve remote   Serve the reference session to remote clients",
-			"\n  version        Print the version",
-			"\n  help           Print help",
+			"\n  serve stdio           Serve the reference session over stdio",
+			"\n  serve http            Serve the reference session over Streamable HTTP",
+			"\n  serve remote          Serve the reference session to remote clients",
+			"\n  conversations list    List the stored conversations",
+			"\n  version               Print the version",
+			"\n  help                  Print help",
 			"\n  --version    print the version",
 			"Examples:\n  agentmcp serve stdio --root ~/project\n  agentmcp serve http --root ~/project --port 8931",
 			"\n  agentmcp serve remote --public-url https://mcp.example.com/team/agent/mcp \\\n",

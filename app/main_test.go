@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -10,7 +11,9 @@ import (
 )
 
 // TestMain lets this test binary act as run_command's sandbox launcher, as
-// agentmcp's main does: landlock.Wrap re-executes the running binary.
+// agentmcp's main does (landlock.Wrap re-executes the running binary, so
+// landlock.Main comes first), and keeps the conversation stores of every
+// test that serves the agent without --state-dir out of the home directory.
 func TestMain(m *testing.M) {
 	landlock.Main()
 	// serveEnv makes this test binary run app.Main with its arguments
@@ -19,5 +22,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(app.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Keep the tests' conversation stores out of the home directory.
+	dir, err := os.MkdirTemp("", "agentmcp-app-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+	store                             *storeFlags // its conversations
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
@@ -57,6 +59,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		store:            addStoreFlags(fs),
 		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
 		approvalTimeout: fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a turn's permission prompt or question waits for "+
@@ -153,10 +156,17 @@ const maxSystemPromptBytes = 64 << 10
 // workspace.
 type servedSession struct {
 	ports.Session
-	ws *workspace.Session
+	ws    *workspace.Session
+	store *openedStore // the agent's conversations; nil without --model
 }
 
-func (s *servedSession) Close() error { return s.ws.Close() }
+func (s *servedSession) Close() error {
+	err := s.ws.Close()
+	if s.store != nil {
+		err = errors.Join(err, s.store.close())
+	}
+	return err
+}
 
 // served is what every serve command serves: the session and the one
 // engine its carrier takes.
@@ -226,8 +236,8 @@ func (s *served) close() {
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
 	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns ||
-		*f.approvalTimeout != agent.DefaultApprovalTimeout) {
-		logger.Error("--model-url, --system-prompt-file, --max-turns and --approval-timeout configure the agent, which --model turns on: add --model NAME")
+		*f.approvalTimeout != agent.DefaultApprovalTimeout || *f.store.stateDir != "" || *f.store.ephemeral) {
+		logger.Error("--model-url, --system-prompt-file, --max-turns, --approval-timeout, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
 		return nil, false
 	}
 	if *f.maxTurns < 1 {
@@ -275,10 +285,24 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
-		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer})
+	root, err := realRoot(*f.root)
 	if err != nil {
 		ws.Close()
+		logger.Error("cannot resolve the workspace root", "err", err)
+		return nil, false
+	}
+	store, err := f.store.open(logger)
+	if err != nil {
+		ws.Close()
+		logger.Error("cannot open the conversation store: " + err.Error())
+		return nil, false
+	}
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
+		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
+		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
+	if err != nil {
+		ws.Close()
+		store.close()
 		logger.Error("cannot start the agent", "err", err)
 		return nil, false
 	}
@@ -299,7 +323,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if !*f.noModelProbe {
 		probeModel(context.Background(), http.DefaultTransport, d.Endpoint, key, logger)
 	}
-	return &servedSession{Session: a, ws: ws}, true
+	return &servedSession{Session: a, ws: ws, store: store}, true
 }
 
 // commands configures run_command from --allow-commands and --no-sandbox:

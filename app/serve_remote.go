@@ -53,9 +53,10 @@ believed; without one, every client behind a local proxy shares one
 throttle budget.
 
 With --model, each admitted principal (issuer, subject and client) has a
-conversation of its own: one never sees another's turns (at most 64 are kept,
-the least recently used dropped first). Turns still run one at a time over
-the one workspace.
+conversation of its own: one never sees another's turns (kept in
+--state-dir, at most --max-conversations, the least recently updated dropped
+first). Their turns run side by side, at most --max-turns at once, over the
+one workspace.
 
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (input-required rounds, modern clients only). Turn it on

@@ -310,7 +310,6 @@ var checks = []struct {
 	{"BadBytes", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		conn := dial(t, k, c)
-		t.Cleanup(conn.Abort)
 		for _, bad := range []string{"\x00\xff\xfe binary\n", "{\"jsonrpc\":\"2.0\",\"id\":\n", "[]\n", "null\n"} {
 			if err := conn.Send([]byte(bad)); err != nil {
 				t.Fatalf("sending %q: %v", bad, err)
@@ -323,11 +322,7 @@ var checks = []struct {
 		calls := s.Started()
 		c := started(t, k, s)
 		conn := dial(t, k, c)
-		t.Cleanup(conn.Abort)
-		send(t, conn, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-		if name := waitFor(t, k, calls, "the slow call starting"); name != "slow" {
-			t.Fatalf("started %q, want slow", name)
-		}
+		startSlow(t, k, conn, calls, "7")
 		send(t, conn, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
 		msgs := ping(t, k, conn, "8")
 		for _, m := range msgs {
@@ -342,9 +337,7 @@ var checks = []struct {
 		calls := s.Started()
 		c := started(t, k, s)
 		conn := dial(t, k, c)
-		t.Cleanup(conn.Abort)
-		send(t, conn, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-		waitFor(t, k, calls, "the slow call starting")
+		startSlow(t, k, conn, calls, "1")
 		if err := c.Stop(ctxFor(t, k)); err != nil {
 			t.Errorf("Stop with a call in flight: %v", err)
 		}
@@ -366,12 +359,15 @@ type recv struct {
 	err error
 }
 
+// dial dials c through k; the connection is aborted when the test ends
+// (ending it earlier would end a stdio carrier).
 func dial(t testing.TB, k Kit, c Carrier) *client {
 	t.Helper()
 	conn, err := k.Dial(t, c)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
+	t.Cleanup(conn.Abort)
 	cl := &client{Conn: conn, msgs: make(chan recv, 1024)}
 	go func() {
 		for {
@@ -392,12 +388,20 @@ func send(t testing.TB, conn *client, line string) {
 	}
 }
 
-// pingAnswered dials c and checks a ping is answered; the connection is
-// aborted when the test ends (ending it earlier would end a stdio carrier).
+// startSlow sends a tools/call of the scripted session's "slow" tool with
+// id on conn and waits until the session reports that call started.
+func startSlow(t testing.TB, k Kit, conn *client, calls <-chan string, id string) {
+	t.Helper()
+	send(t, conn, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	if name := waitFor(t, k, calls, "the slow call starting"); name != "slow" {
+		t.Fatalf("started %q, want slow", name)
+	}
+}
+
+// pingAnswered dials c and checks a ping is answered.
 func pingAnswered(t testing.TB, k Kit, c Carrier) {
 	t.Helper()
 	conn := dial(t, k, c)
-	t.Cleanup(conn.Abort)
 	ping(t, k, conn, "1")
 }
 

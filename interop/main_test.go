@@ -61,6 +61,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The agent's conversation stores of tests without --state-dir stay
+	// in the temporary directory, never in the home directory.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 
 	bin := filepath.Join(dir, "agentmcp")
 	start := time.Now()

@@ -170,12 +170,12 @@ func TestGoSDKAgentTools(t *testing.T) {
 	for i := range dialogs {
 		json.Unmarshal(prompts[i].Params, &dialogs[i])
 	}
-	for _, want := range []string{`Allow the tool "edit_file"`, `"-line 05000"`, `"+line five thousand"`} {
+	for _, want := range []string{`the tool "edit_file"`, `"-line 05000"`, `"+line five thousand"`} {
 		if !strings.Contains(dialogs[0].Message, want) {
 			t.Errorf("edit_file's dialog lacks %s:\n%s", want, dialogs[0].Message)
 		}
 	}
-	for _, want := range []string{`Allow the tool "run_command"`, fmt.Sprintf("%q", command), fmt.Sprintf("%q", ws.root), "sandboxed"} {
+	for _, want := range []string{`the tool "run_command"`, fmt.Sprintf("%q", command), fmt.Sprintf("%q", ws.root), "sandboxed"} {
 		if !strings.Contains(dialogs[1].Message, want) {
 			t.Errorf("run_command's dialog lacks %s:\n%s", want, dialogs[1].Message)
 		}

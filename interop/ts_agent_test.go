@@ -37,7 +37,9 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 
 	run := startAgentScript(ctx, t, node, map[string]any{
 		"command": binPath,
-		"args":    []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url},
+		// --ephemeral: the SDK gives the server a default environment
+		// without XDG_STATE_HOME, and the store must not land in $HOME.
+		"args": []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url, "--ephemeral"},
 		"calls": []map[string]any{
 			{"prompt": "Write hello.txt with a greeting.", "answers": []promptAnswer{allowOnce}},
 			{"prompt": "slow", "cancel": true},

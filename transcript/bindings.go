@@ -13,6 +13,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/childpipe"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -127,27 +128,13 @@ func (Command) Name() string { return "stdio" }
 
 // Connect implements [Carrier].
 func (b Command) Connect(t testing.TB, _ ports.Session, _ Config) (Conn, error) {
-	// Pipes of the OS, not exec's: the reader then sees the end of stdout
-	// when the process ends, and Wait can run beside it.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
 	cmd := exec.Command(b.Path, b.Args...)
 	cmd.Env = append(os.Environ(), b.Env...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logWriter{t}
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
+	cmd.Stderr = logWriter{t}
+	// Pipes of the OS, not exec's: the reader then sees the end of stdout
+	// when the process ends, and Wait can run beside it.
+	inW, outR, err := childpipe.Start(cmd)
 	if err != nil {
-		inW.Close()
-		outR.Close()
 		return nil, err
 	}
 	waited := make(chan struct{})

@@ -423,19 +423,30 @@ type scriptedCarrier struct{}
 func (scriptedCarrier) Name() string { return "scripted" }
 
 func (scriptedCarrier) Connect(testing.TB, ports.Session, transcript.Config) (transcript.Conn, error) {
-	c := &scriptedConn{out: make(chan []byte, 16), done: make(chan struct{})}
+	c := newLineConn(func(line string) []byte {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "echo", "result": map[string]string{"got": line}})
+		return b
+	})
 	c.out <- []byte(`{"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{}}`)
 	return c, nil
 }
 
-type scriptedConn struct {
-	out  chan []byte
-	done chan struct{}
-	once sync.Once
-	buf  []byte
+// lineConn is a stand-in connection for the test carriers: each whole line
+// sent is passed to answer, whose reply, unless nil, is the next message
+// received. CloseSend and Abort end the messages; Wait returns after that.
+type lineConn struct {
+	answer func(line string) []byte
+	out    chan []byte
+	done   chan struct{}
+	once   sync.Once
+	buf    []byte
 }
 
-func (c *scriptedConn) Send(p []byte) error {
+func newLineConn(answer func(line string) []byte) *lineConn {
+	return &lineConn{answer: answer, out: make(chan []byte, 16), done: make(chan struct{})}
+}
+
+func (c *lineConn) Send(p []byte) error {
 	c.buf = append(c.buf, p...)
 	for {
 		line, rest, ok := strings.Cut(string(c.buf), "\n")
@@ -443,21 +454,22 @@ func (c *scriptedConn) Send(p []byte) error {
 			return nil
 		}
 		c.buf = []byte(rest)
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "echo", "result": map[string]string{"got": line}})
-		c.out <- b
+		if b := c.answer(line); b != nil {
+			c.out <- b
+		}
 	}
 }
-func (c *scriptedConn) CloseSend() error { c.end(); return nil }
-func (c *scriptedConn) end()             { c.once.Do(func() { close(c.out); close(c.done) }) }
-func (c *scriptedConn) Recv() ([]byte, error) {
+func (c *lineConn) CloseSend() error { c.end(); return nil }
+func (c *lineConn) end()             { c.once.Do(func() { close(c.out); close(c.done) }) }
+func (c *lineConn) Recv() ([]byte, error) {
 	b, ok := <-c.out
 	if !ok {
 		return nil, io.EOF
 	}
 	return b, nil
 }
-func (c *scriptedConn) Wait() error { <-c.done; return nil }
-func (c *scriptedConn) Abort()      { c.end() }
+func (c *lineConn) Wait() error { <-c.done; return nil }
+func (c *lineConn) Abort()      { c.end() }
 
 // TestAnswerDirective checks that #answer replies to the server's request
 // with its own id, and that server requests are matched by id.
@@ -555,48 +567,21 @@ func (c tokenCarrier) Connect(_ testing.TB, _ ports.Session, cfg transcript.Conf
 	if c.cfg != nil {
 		*c.cfg = cfg
 	}
-	return &tokenConn{mint: c.mint, out: make(chan []byte, 16)}, nil
-}
-
-type tokenConn struct {
-	mint func(int) string
-	n    int
-	out  chan []byte
-	once sync.Once
-	buf  []byte
-}
-
-func (c *tokenConn) Send(p []byte) error {
-	c.buf = append(c.buf, p...)
-	for {
-		line, rest, ok := strings.Cut(string(c.buf), "\n")
-		if !ok {
-			return nil
-		}
-		c.buf = []byte(rest)
+	n := 0
+	return newLineConn(func(line string) []byte {
 		var m struct{ ID json.RawMessage }
 		if json.Unmarshal([]byte(line), &m) != nil {
-			continue
+			return nil
 		}
-		c.n++
+		n++
 		r := map[string]any{"got": line}
-		if tok := c.mint(c.n); tok != "" {
+		if tok := c.mint(n); tok != "" {
 			r["requestState"] = tok
 		}
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": r})
-		c.out <- b
-	}
+		return b
+	}), nil
 }
-func (c *tokenConn) CloseSend() error { c.Abort(); return nil }
-func (c *tokenConn) Recv() ([]byte, error) {
-	b, ok := <-c.out
-	if !ok {
-		return nil, io.EOF
-	}
-	return b, nil
-}
-func (c *tokenConn) Wait() error { return nil }
-func (c *tokenConn) Abort()      { c.once.Do(func() { close(c.out) }) }
 
 // gotOf returns what the token carrier saw for the last message with id.
 func gotOf(t *testing.T, res transcript.Result, id string) string {

@@ -2,7 +2,6 @@ package httploopback_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"testing"
 
@@ -20,23 +19,7 @@ func TestCancelNotificationEndsTheCall(t *testing.T) {
 	s := newObserved()
 	started := s.Started()
 	e := start(t, s, httploopback.Limits{})
-	type answer struct {
-		status int
-		body   []byte
-		err    error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := e.client.Do(e.request(context.Background(), slowCall(7), "MCP-Protocol-Version", "2025-11-25"))
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		_, err = buf.ReadFrom(resp.Body)
-		answered <- answer{resp.StatusCode, buf.Bytes(), err}
-	}()
+	answered := e.postAsync(slowCall(7), "MCP-Protocol-Version", "2025-11-25")
 	waitfor.Value(t, started, guard, "the slow call to start")
 
 	resp, body := e.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"timeout"}}`,

@@ -587,22 +587,7 @@ func TestStopWithStuckCall(t *testing.T) {
 	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
-	type answer struct {
-		body []byte
-		err  error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := e.client.Do(e.request(context.Background(), slowCall(7)))
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		_, err = buf.ReadFrom(resp.Body)
-		answered <- answer{buf.Bytes(), err}
-	}()
+	answered := e.postAsync(slowCall(7))
 	<-started
 
 	began := time.Now()

@@ -301,16 +301,27 @@ func (w *searcher) match(line []byte) bool {
 	return w.re.MatchReader(&w.long)
 }
 
-func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+// patternArg reads tool's required "pattern" argument: a string of 1 to
+// MaxPatternBytes bytes (a glob for find_files, a regular expression for
+// search_text; each tool checks its own syntax after).
+func patternArg(args toolArgs, tool string) (string, error) {
 	pattern, _, err := args.str("pattern", true)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	switch {
 	case pattern == "":
-		return nil, invalidArgs("pattern must not be empty")
+		return "", invalidArgs("pattern must not be empty")
 	case len(pattern) > MaxPatternBytes:
-		return nil, invalidArgs(fmt.Sprintf("pattern is %d bytes; search_text takes at most %d", len(pattern), MaxPatternBytes))
+		return "", invalidArgs(fmt.Sprintf("pattern is %d bytes; %s takes at most %d", len(pattern), tool, MaxPatternBytes))
+	}
+	return pattern, nil
+}
+
+func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+	pattern, err := patternArg(args, "search_text")
+	if err != nil {
+		return nil, err
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {

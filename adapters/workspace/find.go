@@ -63,7 +63,7 @@ type finder struct {
 var errFindStop = errors.New("stop")
 
 func (s *Session) findFiles(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
-	pattern, _, err := args.str("pattern", true)
+	pattern, err := patternArg(args, "find_files")
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +72,6 @@ func (s *Session) findFiles(ctx context.Context, args toolArgs, caller ports.Cal
 		return nil, err
 	}
 	switch {
-	case pattern == "":
-		return nil, invalidArgs("pattern must not be empty")
-	case len(pattern) > MaxPatternBytes:
-		return nil, invalidArgs(fmt.Sprintf("pattern is %d bytes; find_files takes at most %d", len(pattern), MaxPatternBytes))
 	case strings.HasPrefix(pattern, "/"):
 		return nil, invalidArgs("pattern must be relative (to path, default the workspace root)")
 	case !doublestar.ValidatePattern(pattern):

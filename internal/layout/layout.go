@@ -53,6 +53,11 @@ const (
 	psx        = "kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
+// sqliteDeps is modernc.org/sqlite and what it pulls in: its C library
+// translated to Go, and that library's own dependencies.
+var sqliteDeps = []string{"modernc.org/libc/...", "modernc.org/mathutil", "modernc.org/memory", "modernc.org/sqlite/...", xSys, "github.com/dustin/go-humanize", "github.com/google/uuid",
+	"github.com/remyoudompheng/bigfft", "github.com/mattn/go-isatty", "github.com/ncruces/go-strftime"}
+
 // core is what every package above the domain may lean on: the ports, the
 // domain, and the JSON wire layer beneath them both.
 var core = []string{"ports", "domain", "internal/jsonrpc"}
@@ -91,7 +96,9 @@ var Rules = []Rule{
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", append([]string{logs, doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock)"},
 	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
-	{"adapters/agent", append([]string{logs}, core...), "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
+	{"adapters/agent", append([]string{logs, "adapters/memstore"}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default"},
+	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
+	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"adapters/metrics", append([]string{promClient, "github.com/beorn7/perks/...", "github.com/cespare/xxhash/...", "github.com/munnerz/goautoneg", xSys, "google.golang.org/protobuf/..."}, core...), "Prometheus metrics: client_golang (and its dependencies) and the ports it observes"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
@@ -108,8 +115,9 @@ var Rules = []Rule{
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
 	{"internal/layout", nil, "this rule"},
 	{"internal/record", nil, "agentmcp record's transcript writer: the standard library only"},
-	{"carriertest", append([]string{"transcript", "engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
-	{"transcript", append([]string{"engine", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
+	{"internal/childpipe", nil, "a child process on pipes of the OS, for the transcript kit's stdio binding and the bench's stdio load: the standard library only"},
+	{"carriertest", append([]string{"transcript", "engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
+	{"transcript", append([]string{"engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
 	{"conformance/...", []string{"..."}, "conformance fixture: a test program wired like app"},
 }

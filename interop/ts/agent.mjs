@@ -9,7 +9,10 @@
 // model endpoint has started answering — and a call with "timeoutMs" has
 // that request timeout (the SDK sends notifications/cancelled when it
 // fires; over HTTP it keeps the original request open either way).
-// It checks nothing itself: the Go test (ts_agent_test.go) judges the
+// A call marked "echoProgress" also prints each progress notification's
+// message on stdout as {"progress": "<message>"}, as it arrives
+// (ts_store_test.go waits for the streamed text there). It checks nothing
+// itself: the Go tests (ts_agent_test.go, ts_store_test.go) judge the
 // report.
 //
 // Usage: node agent.mjs <scenario.json> <report.json>
@@ -17,7 +20,7 @@
 // The scenario:
 //   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
 //    or "url": "<serve http's URL>", "tokenFile": "<its --token-file>",
-//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false,
+//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false,
 //               "timeoutMs": <request timeout, default 60000>}, ...]}
 //
 // The report:
@@ -74,7 +77,12 @@ async function main() {
       const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
         timeout: call.timeoutMs ?? TIMEOUT_MS,
         signal: abort.signal,
-        onprogress: (p) => callReport.progress.push(p),
+        onprogress: (p) => {
+          callReport.progress.push(p);
+          // The Go test reads these lines as they come (a stream it holds
+          // until the client has seen its text).
+          if (call.echoProgress) console.log(JSON.stringify({ progress: p.message }));
+        },
       });
       if (call.cancel) {
         await lines.next(); // the Go test says when

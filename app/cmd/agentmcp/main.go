@@ -5,12 +5,14 @@
 //	agentmcp serve unix   --socket PATH [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
 //	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
 //	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
+//	agentmcp conversations list|show|clear [--root DIR] [--state-dir DIR]
 //	agentmcp version      (or --version)
 //	agentmcp help [COMMAND...]   (or -h, --help after any command)
 //
 // Every serve command also takes --model NAME [--model-url URL]
-// [--system-prompt-file PATH] [--max-turns N]: the agent behind agent_submit, on an
-// OpenAI-compatible endpoint (the key from OPENAI_API_KEY); and
+// [--system-prompt-file PATH] [--max-turns N] [--state-dir DIR | --ephemeral]:
+// the agent behind agent_submit, on an OpenAI-compatible endpoint (the key
+// from OPENAI_API_KEY), its conversations kept in DIR; and
 // --allow-commands [--no-sandbox]: the run_command tool, sandboxed with
 // Landlock unless --no-sandbox.
 //
