@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +15,28 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestGoSDKRecorded records a go-sdk client's session (2026-07-28: list,
-// a read, an approved write through an input-required round) through
-// "agentmcp record", then replays the recording: green against the server
-// it was recorded from, a diff naming the message against a changed one.
-// No requestState the client saw is in the file.
+// TestGoSDKRecorded records a go-sdk client's session at 2026-07-28
+// through "agentmcp record", the server running the reference agent against
+// the scripted model endpoint (chat_test.go): list, a read, an approved
+// write through an input-required round, an agent_submit whose model
+// request is held until the client cancels the call (the go-sdk sends
+// notifications/cancelled), then an agent_submit that is served. The
+// recording shows the cancelled call as "#absent ID"; replayed against the
+// server it was recorded from (its own scripted endpoint, holding "slow"
+// the same way) it is green, against a changed server it fails with a diff
+// naming the message. Neither the API key the server was given nor any
+// requestState the client saw is in the file.
 func TestGoSDKRecorded(t *testing.T) {
+	const apiKey = "sk-interop-record-0123456789abcdef"
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	ws := newWorkspace(t)
 	stderr := serverStderr(t)
+	ep := newChatEndpoint(t)
 	out := filepath.Join(t.TempDir(), "gosdk.txt")
-	cmd := exec.CommandContext(ctx, binPath, "record", "--out", out, "--", binPath, "serve", "stdio", "--root", ws.root, "--ask-client")
+	cmd := exec.CommandContext(ctx, binPath, "record", "--out", out, "--", binPath, "serve", "stdio", "--root", ws.root, "--ask-client",
+		"--model", "scripted", "--model-url", ep.url)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+apiKey)
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Stderr = stderr
 	c := &goSDKCarrier{name: "stdio", rec: &wireRecorder{}}
@@ -46,6 +57,27 @@ func TestGoSDKRecorded(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("write_file, allowed once: %v %+v", err, res)
 	}
+
+	// A call cancelled by the client while the model holds its answer.
+	cctx, ccancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "slow"}})
+		done <- err
+	}()
+	waitFor(t, ep.streaming, "the slow answer to start streaming")
+	ccancel()
+	waitFor(t, ep.cancelled, "the model endpoint to see its request cancelled")
+	if err := <-done; err == nil {
+		t.Error("the cancelled agent_submit returned a result")
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "after"}})
+	if err != nil {
+		t.Fatalf("agent_submit after the cancelled one: %v", err)
+	}
+	if text := singleText(t, "agent_submit", res); res.IsError || text != "still here: after" {
+		t.Errorf("agent_submit after the cancelled one = {isError:%v text:%q}", res.IsError, text)
+	}
 	c.close(t)
 
 	data, err := os.ReadFile(out)
@@ -57,34 +89,38 @@ func TestGoSDKRecorded(t *testing.T) {
 			t.Logf("the recording:\n%s", data)
 		}
 	})
-	var states []string
+	secrets := []string{apiKey}
 	c.rec.mu.Lock()
 	for _, r := range c.rec.received {
 		var v struct {
 			RequestState string `json:"requestState"`
 		}
 		if json.Unmarshal(r.Result, &v) == nil && v.RequestState != "" {
-			states = append(states, v.RequestState)
+			secrets = append(secrets, v.RequestState)
 		}
 	}
 	c.rec.mu.Unlock()
-	if len(states) == 0 {
+	if len(secrets) == 1 {
 		t.Fatal("the client saw no requestState: the approval took no input-required round")
 	}
-	for _, s := range states {
+	for _, s := range secrets {
 		if strings.Contains(string(data), s) {
-			t.Errorf("the recording holds the requestState %q", s)
+			t.Errorf("the recording holds the secret %q", s)
 		}
 	}
 	f, err := transcript.Parse(out, data)
 	if err != nil {
 		t.Fatalf("the recording does not parse: %v", err)
 	}
+	if id := cancelledID(t, c.rec); !slices.Contains(f.Absent, id) {
+		t.Errorf("the recording's #absent ids are %q, want the cancelled call's id %s", f.Absent, id)
+	}
 
 	replay := func(t *testing.T, extra ...string) []string {
 		fresh := newWorkspace(t)
-		args := append([]string{"serve", "stdio", "--root", fresh.root, "--ask-client"}, extra...)
-		res, err := transcript.Play(t, transcript.Command{Path: binPath, Args: args}, f, transcript.Options{Timeout: testTimeout})
+		model := newChatEndpoint(t)
+		args := append([]string{"serve", "stdio", "--root", fresh.root, "--ask-client", "--model", "scripted", "--model-url", model.url}, extra...)
+		res, err := transcript.Play(t, transcript.Command{Path: binPath, Args: args, Env: []string{"OPENAI_API_KEY=" + apiKey}}, f, transcript.Options{Timeout: testTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +137,29 @@ func TestGoSDKRecorded(t *testing.T) {
 			t.Errorf("replayed against a server with another submission tool: %q, want a diff naming id 2 (tools/list)", p)
 		}
 	})
+}
+
+// cancelledID returns the id, as compact JSON, of the one request the
+// client sent notifications/cancelled for.
+func cancelledID(t *testing.T, rec *wireRecorder) string {
+	t.Helper()
+	var ids []string
+	for _, req := range rec.requests() {
+		if req.Method != "notifications/cancelled" {
+			continue
+		}
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			t.Fatalf("notifications/cancelled params %s: %v", req.Params, err)
+		}
+		ids = append(ids, string(p.RequestID))
+	}
+	if len(ids) != 1 {
+		t.Fatalf("the client sent notifications/cancelled for %q, want one request", ids)
+	}
+	return ids[0]
 }
 
 // TestTypeScriptSDKRecorded records the TypeScript SDK client's stdio
