@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +203,117 @@ func TestTypeScriptSDKRecorded(t *testing.T) {
 	if p := transcript.Compare(f, res); len(p) != 0 {
 		t.Errorf("replayed against the server it was recorded from:\n%s", strings.Join(p, "\n"))
 	}
+}
+
+// TestTypeScriptSDKAgentRecorded records the TypeScript SDK client (legacy
+// 2025-11-25, ts/agent.mjs) through "agentmcp record" in front of the
+// reference agent on the scripted model endpoint: tools/list, an
+// agent_submit whose write_file the client approves through
+// elicitation/create, an agent_submit aborted while the model holds its
+// answer (the SDK sends notifications/cancelled), and one served after it.
+// The calls carry no progressToken: a held turn's heartbeats would make the
+// number of progress notifications depend on time. The recording shows the
+// aborted call as "#absent ID" and the approval as an "#answer"; it replays
+// green against the same server with its own scripted endpoint, and does
+// not hold the API key the server was given.
+func TestTypeScriptSDKAgentRecorded(t *testing.T) {
+	const apiKey = "sk-interop-ts-record-0123456789abcdef"
+	node := tsNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	ws := newWorkspace(t)
+	ep := newChatEndpoint(t)
+	out := filepath.Join(t.TempDir(), "ts-agent.txt")
+	run := startAgentScript(ctx, t, node, map[string]any{
+		"command": binPath,
+		"args": []string{"record", "--out", out, "--", binPath, "serve", "stdio", "--root", ws.root, "--ask-client",
+			"--model", "scripted", "--model-url", ep.url},
+		"env":  map[string]string{"OPENAI_API_KEY": apiKey},
+		"list": true,
+		"calls": []map[string]any{
+			{"prompt": "Write hello.txt with a greeting.", "answers": []promptAnswer{allowOnce}, "noProgress": true},
+			{"prompt": "slow", "cancel": true, "noProgress": true},
+			{"prompt": "after", "noProgress": true},
+		},
+	})
+	sawCancel := make(chan struct{})
+	go func() {
+		select {
+		case <-ep.streaming:
+			io.WriteString(run.stdin, "cancel\n")
+			select {
+			case <-ep.cancelled:
+				close(sawCancel)
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+	report := run.wait(t)
+	waitFor(t, sawCancel, "the model endpoint to see the aborted turn's request cancelled")
+	if len(report.Calls) != 3 {
+		t.Fatalf("report: %d calls, want 3", len(report.Calls))
+	}
+	if c := report.Calls[0]; c.Result == nil || c.Result.IsError || len(c.Result.Content) != 1 || c.Result.Content[0].Text != "I wrote hello.txt." {
+		t.Errorf("the approved turn: result %+v, error %v", c.Result, c.Error)
+	}
+	if c := report.Calls[1]; c.Error == nil {
+		t.Errorf("the aborted turn returned %+v", c.Result)
+	}
+	if c := report.Calls[2]; c.Result == nil || c.Result.IsError || len(c.Result.Content) != 1 || c.Result.Content[0].Text != "still here: after" {
+		t.Errorf("the turn after the aborted one: result %+v, error %v", c.Result, c.Error)
+	}
+	cancelled := checkCancelledUnanswered(t, report)
+	if len(cancelled) != 1 {
+		t.Fatalf("the client sent notifications/cancelled for %d requests, want 1", len(cancelled))
+	}
+
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the recording:\n%s", data)
+		}
+	})
+	if strings.Contains(string(data), apiKey) {
+		t.Errorf("the recording holds the API key")
+	}
+	f, err := transcript.Parse(out, data)
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	for id := range cancelled {
+		if !slices.Contains(f.Absent, id) {
+			t.Errorf("the recording's #absent ids are %q, want the aborted call's id %s", f.Absent, id)
+		}
+	}
+	if !strings.Contains(string(data), "#answer elicitation/create ") {
+		t.Error("the recording holds no #answer for the approval's elicitation/create")
+	}
+
+	replay := func(t *testing.T, extra ...string) []string {
+		fresh := newWorkspace(t)
+		model := newChatEndpoint(t)
+		args := append([]string{"serve", "stdio", "--root", fresh.root, "--ask-client", "--model", "scripted", "--model-url", model.url}, extra...)
+		res, err := transcript.Play(t, transcript.Command{Path: binPath, Args: args, Env: []string{"OPENAI_API_KEY=" + apiKey}}, f, transcript.Options{Timeout: testTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return transcript.Compare(f, res)
+	}
+	t.Run("same server", func(t *testing.T) {
+		if p := replay(t); len(p) != 0 {
+			t.Errorf("replayed against the server it was recorded from:\n%s", strings.Join(p, "\n"))
+		}
+	})
+	t.Run("changed server", func(t *testing.T) {
+		// Another description, not another name: the approval's
+		// elicitation/create must still come for the #answer to be sent.
+		p := replay(t, "--submit-description", "Hand the agent a task")
+		if len(p) == 0 || !strings.Contains(strings.Join(p, "\n"), "message with id 1") {
+			t.Errorf("replayed against a server with another submission tool description: %q, want a diff naming id 1 (tools/list)", p)
+		}
+	})
 }
