@@ -3,7 +3,6 @@ package interop
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,18 +59,7 @@ func TestGoSDKRecorded(t *testing.T) {
 	}
 
 	// A call cancelled by the client while the model holds its answer.
-	cctx, ccancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "slow"}})
-		done <- err
-	}()
-	waitFor(t, ep.streaming, "the slow answer to start streaming")
-	ccancel()
-	waitFor(t, ep.cancelled, "the model endpoint to see its request cancelled")
-	if err := <-done; err == nil {
-		t.Error("the cancelled agent_submit returned a result")
-	}
+	cancelSlowSubmit(ctx, t, cs, ep)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "after"}})
 	if err != nil {
 		t.Fatalf("agent_submit after the cancelled one: %v", err)
@@ -81,16 +69,7 @@ func TestGoSDKRecorded(t *testing.T) {
 	}
 	c.close(t)
 
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the recording:\n%s", data)
-		}
-	})
-	secrets := []string{apiKey}
+	var secrets []string
 	c.rec.mu.Lock()
 	for _, r := range c.rec.received {
 		var v struct {
@@ -101,22 +80,48 @@ func TestGoSDKRecorded(t *testing.T) {
 		}
 	}
 	c.rec.mu.Unlock()
-	if len(secrets) == 1 {
+	if len(secrets) == 0 {
 		t.Fatal("the client saw no requestState: the approval took no input-required round")
 	}
+	f, _ := readRecording(t, out, append(secrets, apiKey)...)
+	if id := cancelledID(t, c.rec); !slices.Contains(f.Absent, id) {
+		t.Errorf("the recording's #absent ids are %q, want the cancelled call's id %s", f.Absent, id)
+	}
+
+	checkAgentReplays(t, f, apiKey, "2", "--submit-name", "ask")
+}
+
+// readRecording reads and parses the recording at path, which must hold
+// none of secrets; it is logged if the test fails.
+func readRecording(t *testing.T, path string, secrets ...string) (*transcript.File, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the recording:\n%s", data)
+		}
+	})
 	for _, s := range secrets {
 		if strings.Contains(string(data), s) {
 			t.Errorf("the recording holds the secret %q", s)
 		}
 	}
-	f, err := transcript.Parse(out, data)
+	f, err := transcript.Parse(path, data)
 	if err != nil {
 		t.Fatalf("the recording does not parse: %v", err)
 	}
-	if id := cancelledID(t, c.rec); !slices.Contains(f.Absent, id) {
-		t.Errorf("the recording's #absent ids are %q, want the cancelled call's id %s", f.Absent, id)
-	}
+	return f, data
+}
 
+// checkAgentReplays replays f against "serve stdio --ask-client" with the
+// agent on a fresh scripted model endpoint (which holds "slow" until its
+// request is cancelled, as when f was recorded), in a fresh workspace:
+// green as it is; with change added to the arguments (a changed tools/list,
+// answered to changedID), a diff naming that message.
+func checkAgentReplays(t *testing.T, f *transcript.File, apiKey, changedID string, change ...string) {
 	replay := func(t *testing.T, extra ...string) []string {
 		fresh := newWorkspace(t)
 		model := newChatEndpoint(t)
@@ -133,9 +138,9 @@ func TestGoSDKRecorded(t *testing.T) {
 		}
 	})
 	t.Run("changed server", func(t *testing.T) {
-		p := replay(t, "--submit-name", "ask")
-		if len(p) == 0 || !strings.Contains(strings.Join(p, "\n"), "message with id 2") {
-			t.Errorf("replayed against a server with another submission tool: %q, want a diff naming id 2 (tools/list)", p)
+		p := replay(t, change...)
+		if want := "message with id " + changedID; len(p) == 0 || !strings.Contains(strings.Join(p, "\n"), want) {
+			t.Errorf("replayed against a server changed by %q: %q, want a diff naming id %s (tools/list)", change, p, changedID)
 		}
 	})
 }
@@ -179,19 +184,7 @@ func TestTypeScriptSDKRecorded(t *testing.T) {
 	if output, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("TypeScript SDK client through agentmcp record: %v\n%s", err, output)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the recording:\n%s", data)
-		}
-	})
-	f, err := transcript.Parse(out, data)
-	if err != nil {
-		t.Fatalf("the recording does not parse: %v", err)
-	}
+	f, _ := readRecording(t, out)
 	if len(f.Server) < 3 {
 		t.Fatalf("the recording holds %d server messages, want the whole scenario", len(f.Server))
 	}
@@ -236,19 +229,7 @@ func TestTypeScriptSDKAgentRecorded(t *testing.T) {
 			{"prompt": "after", "noProgress": true},
 		},
 	})
-	sawCancel := make(chan struct{})
-	go func() {
-		select {
-		case <-ep.streaming:
-			io.WriteString(run.stdin, "cancel\n")
-			select {
-			case <-ep.cancelled:
-				close(sawCancel)
-			case <-ctx.Done():
-			}
-		case <-ctx.Done():
-		}
-	}()
+	sawCancel := abortWhenStreaming(ctx, ep, run)
 	report := run.wait(t)
 	waitFor(t, sawCancel, "the model endpoint to see the aborted turn's request cancelled")
 	if len(report.Calls) != 3 {
@@ -268,22 +249,7 @@ func TestTypeScriptSDKAgentRecorded(t *testing.T) {
 		t.Fatalf("the client sent notifications/cancelled for %d requests, want 1", len(cancelled))
 	}
 
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the recording:\n%s", data)
-		}
-	})
-	if strings.Contains(string(data), apiKey) {
-		t.Errorf("the recording holds the API key")
-	}
-	f, err := transcript.Parse(out, data)
-	if err != nil {
-		t.Fatalf("the recording does not parse: %v", err)
-	}
+	f, data := readRecording(t, out, apiKey)
 	for id := range cancelled {
 		if !slices.Contains(f.Absent, id) {
 			t.Errorf("the recording's #absent ids are %q, want the aborted call's id %s", f.Absent, id)
@@ -293,27 +259,7 @@ func TestTypeScriptSDKAgentRecorded(t *testing.T) {
 		t.Error("the recording holds no #answer for the approval's elicitation/create")
 	}
 
-	replay := func(t *testing.T, extra ...string) []string {
-		fresh := newWorkspace(t)
-		model := newChatEndpoint(t)
-		args := append([]string{"serve", "stdio", "--root", fresh.root, "--ask-client", "--model", "scripted", "--model-url", model.url}, extra...)
-		res, err := transcript.Play(t, transcript.Command{Path: binPath, Args: args, Env: []string{"OPENAI_API_KEY=" + apiKey}}, f, transcript.Options{Timeout: testTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return transcript.Compare(f, res)
-	}
-	t.Run("same server", func(t *testing.T) {
-		if p := replay(t); len(p) != 0 {
-			t.Errorf("replayed against the server it was recorded from:\n%s", strings.Join(p, "\n"))
-		}
-	})
-	t.Run("changed server", func(t *testing.T) {
-		// Another description, not another name: the approval's
-		// elicitation/create must still come for the #answer to be sent.
-		p := replay(t, "--submit-description", "Hand the agent a task")
-		if len(p) == 0 || !strings.Contains(strings.Join(p, "\n"), "message with id 1") {
-			t.Errorf("replayed against a server with another submission tool description: %q, want a diff naming id 1 (tools/list)", p)
-		}
-	})
+	// Another description, not another name: the approval's
+	// elicitation/create must still come for the #answer to be sent.
+	checkAgentReplays(t, f, apiKey, "1", "--submit-description", "Hand the agent a task")
 }
