@@ -1,7 +1,9 @@
 package carriertest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -68,13 +70,20 @@ func runCheck(t *testing.T, name string, k Kit) []string {
 	return nil
 }
 
-// flawed is a stdio carrier with one flaw of the lifecycle.
+// flaws are the lifecycle faults a flawed carrier can have.
+type flaws struct {
+	restart  bool // a second Start returns nil
+	badStop  bool // Stop before Start fails
+	idleStop bool // Stop returns nil and stops nothing
+	endOnBad bool // a line that is not JSON ends the session
+}
+
+// flawed is a stdio carrier with the given flaws.
 type flawed struct {
 	*stdio.Transport
+	flaws
 	inW     *io.PipeWriter
 	outR    *io.PipeReader
-	restart bool // a second Start returns nil
-	badStop bool // Stop before Start fails
 	started bool
 }
 
@@ -87,17 +96,41 @@ func (f *flawed) Start(ctx context.Context) error {
 }
 
 func (f *flawed) Stop(ctx context.Context) error {
-	if f.badStop && !f.started {
+	switch {
+	case f.badStop && !f.started:
 		return fmt.Errorf("not started")
+	case f.idleStop:
+		return nil
 	}
 	return f.Transport.Stop(ctx)
 }
 
-func flawedKit(restart, badStop bool) Kit {
+// endingInput is the client's side of a carrier that ends its session on
+// a line that is not JSON (it closes the carrier's input there); what is
+// sent after it is dropped.
+type endingInput struct {
+	w     *io.PipeWriter
+	ended bool
+}
+
+func (e *endingInput) Write(p []byte) (int, error) {
+	if e.ended {
+		return len(p), nil
+	}
+	if !json.Valid(bytes.TrimSpace(p)) {
+		e.ended = true
+		return len(p), e.w.Close()
+	}
+	return e.w.Write(p)
+}
+
+func (e *endingInput) Close() error { return e.w.Close() }
+
+func flawedKit(fl flaws) Kit {
 	patience := defaultPatience
-	if restart || badStop {
+	if fl != (flaws{}) {
 		// A flawed carrier may leave a wait to run out (Wait after a
-		// Stop that failed): the failure is recorded before it.
+		// Stop that failed or did nothing): the failure is recorded then.
 		patience = time.Second
 	}
 	return Kit{
@@ -111,11 +144,15 @@ func flawedKit(restart, badStop bool) Kit {
 				return nil, err
 			}
 			t.Cleanup(func() { outW.Close(); inW.Close() })
-			return &flawed{Transport: tr, inW: inW, outR: outR, restart: restart, badStop: badStop}, nil
+			return &flawed{Transport: tr, flaws: fl, inW: inW, outR: outR}, nil
 		},
 		Dial: func(t testing.TB, c Carrier) (transcript.Conn, error) {
 			f := c.(*flawed)
-			return &transcript.StreamConn{In: f.inW, Out: f.outR, End: f.Wait, Stop: func() { f.inW.Close(); f.outR.Close() }}, nil
+			var in io.WriteCloser = f.inW
+			if f.endOnBad {
+				in = &endingInput{w: f.inW}
+			}
+			return &transcript.StreamConn{In: in, Out: f.outR, End: f.Wait, Stop: func() { f.inW.Close(); f.outR.Close() }}, nil
 		},
 	}
 }
@@ -124,19 +161,25 @@ func flawedKit(restart, badStop bool) Kit {
 // by its check, and the same carrier without flaws passes it.
 func TestChecksFail(t *testing.T) {
 	for _, tc := range []struct {
-		check            string
-		restart, badStop bool
-		want             string
+		check string
+		flaws flaws
+		want  string
 	}{
-		{"StartOnce", true, false, "ErrAlreadyStarted"},
-		{"StopBeforeStart", false, true, "Stop #1 before Start"},
+		{"StartOnce", flaws{restart: true}, "ErrAlreadyStarted"},
+		{"StopBeforeStart", flaws{badStop: true}, "Stop #1 before Start"},
+		{"StopRepeated", flaws{idleStop: true}, "Wait after Stop: nothing within"},
+		{"WaitUntilStop", flaws{idleStop: true}, "Wait after Stop: nothing within"},
+		{"StopInFlight", flaws{idleStop: true}, "Wait after Stop: nothing within"},
+		{"BadBytes", flaws{endOnBad: true}, "ping 9"},
 	} {
-		if got := runCheck(t, tc.check, flawedKit(false, false)); len(got) != 0 {
-			t.Errorf("%s on a sound carrier: %q", tc.check, got)
-		}
-		got := runCheck(t, tc.check, flawedKit(tc.restart, tc.badStop))
-		if !strings.Contains(strings.Join(got, "\n"), tc.want) {
-			t.Errorf("%s on a flawed carrier: failures %q, want one mentioning %q", tc.check, got, tc.want)
-		}
+		t.Run(tc.check, func(t *testing.T) {
+			if got := runCheck(t, tc.check, flawedKit(flaws{})); len(got) != 0 {
+				t.Errorf("%s on a sound carrier: %q", tc.check, got)
+			}
+			got := runCheck(t, tc.check, flawedKit(tc.flaws))
+			if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+				t.Errorf("%s on a flawed carrier (%+v): failures %q, want one mentioning %q", tc.check, tc.flaws, got, tc.want)
+			}
+		})
 	}
 }

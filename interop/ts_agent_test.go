@@ -46,20 +46,7 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 			{"prompt": "after"},
 		},
 	})
-	sawCancel := make(chan struct{})
-	go func() {
-		// Abort the "slow" call once the model is answering it.
-		select {
-		case <-ep.streaming:
-			io.WriteString(run.stdin, "cancel\n")
-			select {
-			case <-ep.cancelled:
-				close(sawCancel)
-			case <-ctx.Done():
-			}
-		case <-ctx.Done():
-		}
-	}()
+	sawCancel := abortWhenStreaming(ctx, ep, run)
 	report := run.wait(t)
 	checkNoDataRace(t, run.out.Bytes())
 	waitFor(t, sawCancel, "the model endpoint to see the aborted turn's request cancelled")
@@ -144,6 +131,26 @@ func startAgentScript(ctx context.Context, t *testing.T, node string, scenario a
 		}
 	})
 	return r
+}
+
+// abortWhenStreaming tells run to abort its call marked "cancel" once the
+// model is answering the "slow" prompt; the channel it returns is closed
+// once the endpoint has seen that request cancelled.
+func abortWhenStreaming(ctx context.Context, ep *chatEndpoint, run *agentRun) <-chan struct{} {
+	sawCancel := make(chan struct{})
+	go func() {
+		select {
+		case <-ep.streaming:
+			io.WriteString(run.stdin, "cancel\n")
+			select {
+			case <-ep.cancelled:
+				close(sawCancel)
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return sawCancel
 }
 
 // wait waits for the script to exit and returns its report.

@@ -19,9 +19,12 @@
 //
 // The scenario:
 //   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
+//    "env": {<variables added to the SDK's default environment>},
 //    or "url": "<serve http's URL>", "tokenFile": "<its --token-file>",
+//    "list": <true: tools/list once connected>,
 //    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false,
-//               "timeoutMs": <request timeout, default 60000>}, ...]}
+//               "timeoutMs": <request timeout, default 60000>,
+//               "noProgress": <true: no progress handler, so no progressToken>}, ...]}
 //
 // The report:
 //   {"calls": [{"result": <CallToolResult> | null, "error": "<call error>" | null,
@@ -33,7 +36,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RecordingTransport, writeReport, runScenario } from './record.mjs';
@@ -54,7 +57,12 @@ async function main() {
     ? new StreamableHTTPClientTransport(new URL(scenario.url), {
         requestInit: { headers: { Authorization: `Bearer ${readFileSync(scenario.tokenFile, 'utf8').trim()}` } },
       })
-    : new StdioClientTransport({ command: scenario.command, args: scenario.args, stderr: 'inherit' });
+    : new StdioClientTransport({
+        command: scenario.command,
+        args: scenario.args,
+        env: { ...getDefaultEnvironment(), ...(scenario.env ?? {}) },
+        stderr: 'inherit',
+      });
   const transport = new RecordingTransport(inner);
   const client = new Client({ name: 'agentmcp-interop-ts-agent', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 
@@ -70,6 +78,9 @@ async function main() {
   const report = { calls: [] };
   try {
     await client.connect(transport, { timeout: TIMEOUT_MS });
+    if (scenario.list) {
+      await client.listTools(undefined, { timeout: TIMEOUT_MS });
+    }
     for (const call of scenario.calls) {
       const callReport = { result: null, error: null, prompts: [], progress: [] };
       current = { report: callReport, answers: [...(call.answers ?? [])] };
@@ -77,7 +88,7 @@ async function main() {
       const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
         timeout: call.timeoutMs ?? TIMEOUT_MS,
         signal: abort.signal,
-        onprogress: (p) => {
+        onprogress: call.noProgress ? undefined : (p) => {
           callReport.progress.push(p);
           // The Go test reads these lines as they come (a stream it holds
           // until the client has seen its text).
