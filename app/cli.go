@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // commandLine is the command line as a table. A command is one entry: a
@@ -42,11 +44,14 @@ when you trust whoever can reach the carrier to approve the session's tool
 calls: an approval lets the session write files under DIR. Over HTTP only
 2026-07-28 clients can be asked; the start-up log says who can approve.
 
-
 --allow-commands adds run_command: one shell command per approval, in DIR,
 sandboxed with Landlock (writes only under DIR and a private temporary
 directory). Where the kernel has no Landlock it refuses to start unless
---no-sandbox is also given.`,
+--no-sandbox is also given.
+
+--metrics-listen IP:PORT serves Prometheus metrics at /metrics on a listener
+of its own (off by default). The HTTP carriers answer GET /healthz and
+/readyz without a token (--no-health turns them off).`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
@@ -89,6 +94,9 @@ type invocation struct {
 	fs             *flag.FlagSet // cmd's parsed flags
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// observer, when set, watches what the serve commands serve besides
+	// their own metrics (MainWith).
+	observer ports.Observer
 }
 
 // usageError writes "<path>: <message>" and then the command's usage on
@@ -112,7 +120,21 @@ func (inv *invocation) usageError(format string, a ...any) int {
 // line: the endpoint URL (http), the socket path (unix), the bound address
 // (remote).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	inv := &invocation{root: commandLine, stdin: stdin, stdout: stdout, stderr: stderr}
+	return MainWith(ctx, args, stdin, stdout, stderr, MainOptions{})
+}
+
+// MainOptions extends [MainWith]'s command line.
+type MainOptions struct {
+	// Observer, when set, watches every serve command's engine and agent
+	// (docs/SPEC.md §13) beside its metrics: the otel module's command
+	// passes its tracer here, so the default binary carries no
+	// OpenTelemetry.
+	Observer ports.Observer
+}
+
+// MainWith is [Main] with o.
+func MainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, o MainOptions) int {
+	inv := &invocation{root: commandLine, stdin: stdin, stdout: stdout, stderr: stderr, observer: o.Observer}
 	return commandLine.exec(ctx, commandLine.name, args, inv)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/landlock"
+	"github.com/agentmcp/agentmcp/adapters/metrics"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -39,6 +40,8 @@ type serveFlags struct {
 
 	// run_command (docs/SPEC.md §9 "Commands").
 	allowCommands, noSandbox *bool
+
+	*opsFlags // logging and metrics (docs/SPEC.md §13)
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -46,7 +49,7 @@ type serveFlags struct {
 // serve group's help lists them). A flag's usage text names its argument
 // in back quotes, which the help shows as "--flag ARG".
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
-	return &serveFlags{
+	f := &serveFlags{
 		root:       fs.String("root", ".", "serve the files under `DIR`"),
 		submitName: fs.String("submit-name", domain.DefaultSubmitName, "the submission tool's `NAME`"),
 		submitDesc: fs.String("submit-description", domain.DefaultSubmitDescription, "the submission tool's description, a `TEXT`"),
@@ -67,6 +70,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
 		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
 	}
+	f.opsFlags = addOpsFlags(fs)
+	return f
 }
 
 // check finishes the common flags once they are parsed, for the serve
@@ -169,17 +174,31 @@ type served struct {
 	session *servedSession
 	eng     *engine.Engine
 	logger  *slog.Logger
+	metrics *metrics.Metrics // nil without --metrics-listen
+	scrape  *metricsServer
 }
 
 // open opens the session (openSession) and builds the engine from the
-// common flags, logging a failure.
-func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
-	s, ok := f.openSession(logger)
+// common flags, with the metrics (--metrics-listen, whose listener it
+// starts) and inv's observer watching both, logging a failure.
+func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) {
+	addr, on := f.metricsListen.ap, f.metricsListen.on
+	srv := &served{logger: logger}
+	if on {
+		srv.metrics = metrics.New(metrics.Options{Version: Version, Runtime: true,
+			ParkedRounds: func() int { return srv.eng.ParkedRounds() }})
+	}
+	var m ports.Observer
+	if srv.metrics != nil {
+		m = srv.metrics
+	}
+	observer := ports.Observers(m, inv.observer)
+	s, ok := f.openSession(logger, observer)
 	if !ok {
 		return nil, false
 	}
 	eng, err := engine.New(s, engine.Options{
-		Name: "agentmcp", Version: Version, Logger: logger,
+		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
 	})
 	if err != nil {
@@ -187,13 +206,22 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 		logger.Error("cannot build the engine", "err", err)
 		return nil, false
 	}
+	srv.session, srv.eng = s, eng
+	if on {
+		if srv.scrape, err = startMetrics(addr, srv.metrics, logger); err != nil {
+			s.Close()
+			logger.Error("cannot serve metrics", "err", err)
+			return nil, false
+		}
+	}
 	f.logApprovals(logger)
-	return &served{session: s, eng: eng, logger: logger}, true
+	return srv, true
 }
 
 // close shuts the engine down (a no-op after [served.run], which did; else
 // after a failed start, when no carrier is left) and closes the session.
 func (s *served) close() {
+	defer s.scrape.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	if err := s.eng.Shutdown(ctx); err != nil {
@@ -206,7 +234,7 @@ func (s *served) close() {
 // --model, puts the agent (adapters/agent on adapters/openai) in front of
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
-func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
+func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
 	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns ||
 		*f.approvalTimeout != agent.DefaultApprovalTimeout || *f.store.stateDir != "" || *f.store.ephemeral) {
 		logger.Error("--model-url, --system-prompt-file, --max-turns, --approval-timeout, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
@@ -270,7 +298,7 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		return nil, false
 	}
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
-		ApprovalTimeout: *f.approvalTimeout, Logger: logger,
+		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
 		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
 	if err != nil {
 		ws.Close()
@@ -346,12 +374,6 @@ func readSystemPrompt(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return string(b), nil
-}
-
-// newLogger logs text records to stderr: stdout is the carrier's (stdio) or
-// carries only the address line (HTTP).
-func newLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
 // stopGrace bounds the CLI's own stops (a carrier whose start-up it

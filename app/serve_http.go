@@ -52,6 +52,7 @@ holding it keeps working; --rotate-token replaces it.`,
 		persistent := fs.Bool("persistent-token", false, "keep the token in --token-file across restarts: created on the first start, "+
 			"reused after, never removed (refused when others can read the file)")
 		rotate := fs.Bool("rotate-token", false, "write a new token into the --persistent-token file (clients holding the old one must be updated)")
+		noHealth := fs.Bool("no-health", false, "do not serve the health probes GET /healthz and /readyz")
 		return func(ctx context.Context, inv *invocation) int {
 			switch {
 			case *port < 0 || *port > 65535:
@@ -64,7 +65,7 @@ holding it keeps working; --rotate-token replaces it.`,
 			if code, ok := common.check(inv); !ok {
 				return code
 			}
-			return serveHTTP(ctx, inv, common, *port, tokenOptions{path: *tokenPath, persistent: *persistent, rotate: *rotate})
+			return serveHTTP(ctx, inv, common, *port, tokenOptions{path: *tokenPath, persistent: *persistent, rotate: *rotate}, *noHealth)
 		}
 	},
 }
@@ -75,10 +76,10 @@ type tokenOptions struct {
 	persistent, rotate bool
 }
 
-func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, to tokenOptions) int {
+func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port int, to tokenOptions, noHealth bool) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	logger := newLogger(stderr)
-	srv, ok := common.open(logger)
+	logger := common.newLogger(stderr)
+	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1
 	}
@@ -103,7 +104,7 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		logger.Info("bearer token file", "path", tf.path)
 	}
 
-	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port, Token: tf.token})
+	host, err := httploopback.New(srv.eng, httploopback.Options{Port: port, Token: tf.token, NoHealth: noHealth})
 	if err != nil {
 		logger.Error("cannot serve http", "err", err)
 		return 1

@@ -75,6 +75,7 @@ an approval lets the session write files under DIR.`,
 		fs.Var(&f.clients, "allowed-client", "a token client_id `ID` admitted whatever its sub: confidential or machine clients only (repeatable)")
 		f.listen = fs.String("listen", "127.0.0.1:0", "literal `IP:PORT` to bind; port 0 picks a free one")
 		fs.Var(&f.proxies, "trusted-proxy", "literal `IP` of a proxy whose X-Forwarded-For is believed (repeatable)")
+		f.noHealth = fs.Bool("no-health", false, "do not serve the health probes GET /healthz and /readyz")
 		return func(ctx context.Context, inv *invocation) int { return serveRemote(ctx, inv, f) }
 	},
 }
@@ -84,6 +85,7 @@ type remoteFlags struct {
 	common                             *serveFlags
 	publicURL, issuer, listen          *string
 	scopes, subjects, clients, proxies stringList
+	noHealth                           *bool
 }
 
 func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
@@ -105,16 +107,23 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 	if err != nil {
 		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
 	}
-	logger := newLogger(inv.stderr)
-	srv, ok := common.open(logger)
+	if m := common.metricsListen; m.on && m.ap == bind {
+		return inv.usageError("--metrics-listen must be another address than --listen: metrics never share the MCP port")
+	}
+	logger := common.newLogger(inv.stderr)
+	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1
 	}
 	defer srv.close()
+	audit := auditSinks{newAuditWriter(inv.stderr)}
+	if srv.metrics != nil {
+		audit = append(audit, srv.metrics)
+	}
 	host, err := NewRemote(srv.eng, httpremote.Options{
-		Host: bind.Addr().String(), Port: int(bind.Port()),
+		Host: bind.Addr().String(), Port: int(bind.Port()), NoHealth: *f.noHealth,
 		Authorization: httpremote.Authorization{
-			TrustedProxies: f.proxies, Audit: newAuditWriter(inv.stderr),
+			TrustedProxies: f.proxies, Audit: audit,
 		},
 	}, RemoteAccess{
 		PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,

@@ -32,8 +32,8 @@ SIGTERM ends it with status 0; a closed stdout ends it with status 1.`,
 }
 
 func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
-	logger := newLogger(inv.stderr)
-	srv, ok := common.open(logger)
+	logger := common.newLogger(inv.stderr)
+	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1
 	}

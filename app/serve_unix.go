@@ -44,8 +44,8 @@ status 0.`,
 }
 
 func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path string) int {
-	logger := newLogger(inv.stderr)
-	srv, ok := common.open(logger)
+	logger := common.newLogger(inv.stderr)
+	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1
 	}

@@ -72,6 +72,10 @@ type Options struct {
 	// RoundLifetime bounds a parked input-required round and a legacy
 	// elicitation's wait; zero means 30 min, the most allowed.
 	RoundLifetime time.Duration
+	// Observer, when set, is told when each request that reaches the
+	// session starts and ends (docs/SPEC.md §13), for metrics and traces;
+	// the context it returns is the one the request runs in.
+	Observer ports.Observer
 	// Logger receives operational logs (never tokens, arguments or
 	// answers); nil discards. Carriers built on this engine log to it too
 	// unless given their own.
@@ -85,6 +89,7 @@ type Engine struct {
 	submit  domain.SubmitTool
 	ttlMs   int64
 	logger  *slog.Logger
+	observe ports.Observer // nil: none
 	// serverInfo and the modern _meta, encoded once.
 	infoJSON, metaJSON []byte
 	instructions       string
@@ -156,6 +161,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		infoJSON:     info,
 		metaJSON:     append(append([]byte(`{"`+metaServerInfo+`":`), info...), '}'),
 		instructions: opts.Instructions,
+		observe:      opts.Observer,
 	}
 	e.base, e.cancelBase = context.WithCancelCause(context.Background())
 	if opts.AskClient {

@@ -226,7 +226,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		e.handleBatch(p, body, opts.MaxBatch, opts.BatchConcurrency, done)
 		out = <-done
 	default:
-		out = reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))}
+		out = invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))
 	}
 	if out.kind == Answered && ctx.Err() != nil && !e.shuttingDown(ctx) {
 		// The client left: nobody can receive the answer, nor the token of

@@ -36,15 +36,26 @@ const (
 
 // reply is the engine's answer to one message.
 type reply struct {
-	kind Outcome
 	body []byte
+	// code is the JSON-RPC error code when body is an error response; 0
+	// otherwise. toolError marks a CallToolResult with isError true. Both
+	// are for the Observer (error.type, docs/SPEC.md §13). The fields are
+	// ordered so that a reply stays 32 bytes, as without them: an exchange
+	// holds one and must keep its allocation's size class.
+	code      int32
+	kind      Outcome
+	toolError bool
 }
 
 var accepted = reply{kind: Accepted}
 
-func answered(b []byte) reply                { return reply{Answered, b} }
-func invalid(i jsonrpc.ID, e *Error) reply   { return reply{Invalid, jsonrpc.EncodeError(i, e)} }
-func answerErr(i jsonrpc.ID, e *Error) reply { return reply{Answered, jsonrpc.EncodeError(i, e)} }
+func answered(b []byte) reply { return reply{kind: Answered, body: b} }
+func invalid(i jsonrpc.ID, e *Error) reply {
+	return reply{kind: Invalid, body: jsonrpc.EncodeError(i, e), code: int32(e.Code)}
+}
+func answerErr(i jsonrpc.ID, e *Error) reply {
+	return reply{kind: Answered, body: jsonrpc.EncodeError(i, e), code: int32(e.Code)}
+}
 
 // peer is whoever sent one message: what the pipeline needs of every
 // sender, and its carrier for what differs.
@@ -146,7 +157,7 @@ func (e *Engine) handle(p *peer, frame []byte, inBatch bool, to sink) {
 func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 	m, derr := jsonrpc.DecodeMessage(frame)
 	if derr == jsonrpc.ErrParse {
-		return nil, reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, derr)}
+		return nil, invalid(jsonrpc.ID{}, derr)
 	}
 	if derr != nil {
 		if m.IsNotification() {
@@ -179,7 +190,9 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 			if verr.Code == CodeMethodNotFound {
 				kind = UnknownMethod
 			}
-			return nil, reply{kind, jsonrpc.EncodeError(in.id, verr)}
+			r := invalid(in.id, verr)
+			r.kind = kind
+			return nil, r
 		}
 	} else {
 		in.version = p.carrier.legacyVersion()
@@ -230,7 +243,7 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max, concurrency int, to sin
 	}
 	for i, el := range elems {
 		if jsonrpc.FirstByte(el) != '{' {
-			b.slots[i].deliver(reply{Answered, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))})
+			b.slots[i].deliver(answerErr(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
 			continue
 		}
 		e.handle(p, el, true, &b.slots[i])
@@ -426,10 +439,11 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	return answered(jsonrpc.EncodeResponse(in.id, append(b, '}'), nil))
 }
 
-// serve runs a request that needs the session (tools/list, tools/call,
-// server/discover) on ctx and encodes its answer. elicit, when set, lets
-// the call's prompts reach a legacy client (docs/SPEC.md §6).
-func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+// serveRequest runs a request that needs the session (tools/list,
+// tools/call, server/discover) on ctx and encodes its answer. elicit, when
+// set, lets the call's prompts reach a legacy client (docs/SPEC.md §6).
+// serve (observe.go) is its one caller.
+func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
 	if in.array {
 		return answerErr(in.id, jsonrpc.InvalidParams("params must be an object"))
 	}
@@ -531,7 +545,9 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 		return answerErr(in.id, o.rerr)
 	}
 	b := e.resultHead(make([]byte, 0, 160+len(in.id.Raw())+2*o.size()), in, "complete")
-	return answered(e.resultTail(o.appendTo(b), in))
+	r := answered(e.resultTail(o.appendTo(b), in))
+	r.toolError = o.failed()
+	return r
 }
 
 // checkRoundParams refuses input-required round members where no round can
@@ -562,6 +578,14 @@ type toolOutcome struct {
 	env    *domain.Envelope
 	result domain.ToolResult
 	rerr   *Error
+}
+
+// failed reports whether the outcome is a CallToolResult with isError true.
+func (o toolOutcome) failed() bool {
+	if o.env != nil {
+		return !o.env.Success
+	}
+	return o.result.IsError != nil && *o.result.IsError
 }
 
 func toolError(msg string) toolOutcome { return toolOutcome{result: domain.ToolError(msg)} }

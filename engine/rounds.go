@@ -267,7 +267,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	defer waiter.finish()
 	raw, resuming := in.param("requestState")
 	if !resuming {
-		return e.awaitRound(ctx, p, in, bind, e.startParked(name, args, p.principal, waiter))
+		return e.awaitRound(ctx, p, in, bind, e.startParked(ctx, name, args, p.principal, waiter))
 	}
 	if !jsonrpc.IsString(raw) {
 		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
@@ -306,8 +306,8 @@ func (pc *parkedCall) setWaiter(w *callCaller) {
 
 // startParked runs the tool call on a context of its own under the engine's;
 // its progress goes to waiter from the start.
-func (e *Engine) startParked(name string, args []byte, who ports.Principal, waiter *callCaller) *parkedCall {
-	ctx, cancel := context.WithCancelCause(e.base)
+func (e *Engine) startParked(req context.Context, name string, args []byte, who ports.Principal, waiter *callCaller) *parkedCall {
+	ctx, cancel := e.callContext(req)
 	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, waiter: waiter,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	args = append([]byte(nil), args...) // the request's buffer does not outlive it

@@ -74,3 +74,12 @@ type AccessTokenVerifier interface {
 type KeyRefreshReporter interface {
 	NextKeyRefresh() time.Time
 }
+
+// KeyReadiness is optionally implemented by an AccessTokenVerifier that
+// fetches its issuer's keys: KeysReady reports whether it holds usable keys,
+// fetching them first when it holds none and no fetch ran lately (waiting
+// at most until ctx ends). A host's readiness probe asks it (docs/SPEC.md
+// §13).
+type KeyReadiness interface {
+	KeysReady(ctx context.Context) bool
+}

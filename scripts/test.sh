@@ -4,32 +4,36 @@
 #   1. installs the npm packages of the TypeScript SDK client (interop/ts)
 #      with npm ci, only when package-lock.json or Node changed since the
 #      last install;
-#   2. go test -race ./... in the root module;
+#   2. go test -race ./... in the root module (app/cmd/agentmcp's test runs
+#      Debian's prometheus against the binary);
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
-#   4. go vet and go test -race ./... in examples/mysession, a host's own
+#   4. go vet and go test -race ./... in otel/, the nested OpenTelemetry
+#      module (the tracer, checked with the SDK's in-memory exporter);
+#   5. go vet and go test -race ./... in examples/mysession, a host's own
 #      module over the exported packages only;
-#   5. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
+#   6. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
 #      module: its smoke mode, no timing (every server the benchmarks
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
-#   6. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
-#   7. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
-# scripts/lib.sh: gcc and libc6-dev for the race detector, npm, and the
-# Debian packages e2e/run.sh needs, with apt-get when run as root (otherwise
-# it stops with one line naming the package); Node 22 from npm into
+# scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
+# the metrics test, npm, and the Debian packages e2e/run.sh needs, with
+# apt-get when run as root (otherwise it stops with one line naming the
+# package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
 # 12's is 18), put first on PATH for the whole run.
 # Prints one line per step, with its result and time (the conformance step
 # adds one line per leg: passed, baselined, unexpected); every step's full
 # output goes to a log file named on the first line (AGENTMCP_TEST_LOG
 # chooses it). Stops at the first failure, printing the last 80 lines of
-# that step's output (STEP_TAIL_LINES). Extra arguments go to the three go
+# that step's output (STEP_TAIL_LINES). Extra arguments go to the five go
 # test runs, e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
@@ -43,8 +47,9 @@ tools() {
 	export PATH="$PATH:/usr/local/go/bin"
 	command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
 	need_cmd gcc gcc libc6-dev # go test -race needs cgo
+	need_cmd prometheus prometheus # app/cmd/agentmcp's metrics test scrapes the binary with it
 	need_node
-	echo "$(go version); gcc $(gcc -dumpversion); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
@@ -76,11 +81,14 @@ conformance() {
 }
 
 steps_begin "${AGENTMCP_TEST_LOG:-}"
-run_step "tools: go, gcc, node, npm" tools
+run_step "tools: go, gcc, prometheus, node, npm" tools
 run_step "npm packages for the TypeScript SDK client (interop/ts)" ts_packages
 run_step "go test -race ./... (root module)" bash -c 'cd "$1" && shift && go test -race "$@" ./...' _ "$repo" "$@"
 run_step "every fuzz target, briefly (FUZZTIME=${FUZZTIME:-10000x})" fuzz
 run_step "go test -race -count=1 ./... (interop module)" bash -c 'cd "$1/interop" && shift && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
+# The OpenTelemetry instrumentation is a module of its own, so the main
+# module depends on no OpenTelemetry; the root module's ./... does not enter it.
+run_step "go vet, go test -race ./... (otel module)" bash -c 'cd "$1/otel" && shift && go vet ./... && go test -race "$@" ./...' _ "$repo" "$@"
 # examples/mysession: a host's own module importing only exported packages
 # (its go.mod replaces the root module with this checkout): its session
 # passes ports/porttest, its own carrier the carrier kit, its transcript replays.

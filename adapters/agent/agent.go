@@ -255,6 +255,12 @@ type Options struct {
 	// (default 5 s; capped at [MaxHeartbeat]).
 	Heartbeat time.Duration
 
+	// Observer, when set, is told about each turn, model step and tool
+	// call (docs/SPEC.md §13): names, counts and outcomes only, never a
+	// prompt, an argument or a result. Its contexts nest: a turn's under
+	// the submission's request, steps and tool calls under the turn.
+	Observer ports.Observer
+
 	// TextInterval is the shortest interval between two progress reports
 	// of streamed text (default 500 ms).
 	TextInterval time.Duration
@@ -295,6 +301,9 @@ func (o Options) withDefaults() Options {
 		o.Store = memstore.New(memstore.Options{MaxConversations: o.MaxConversations})
 	}
 	o.Logger = logs.OrDiscard(o.Logger)
+	if o.Observer == nil {
+		o.Observer = ports.NopObserver{}
+	}
 	return o
 }
 
@@ -400,16 +409,18 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	defer release()
 
 	ref := ports.RefOf(s.opts.Root, who)
+	desc := s.model.Describe()
+	octx, endTurn := s.opts.Observer.StartTurn(tctx, ports.ObservedTurn{Agent: AgentName, Model: desc.Model, Provider: Provider})
 	t := &turn{
 		s:      s,
-		ctx:    tctx,
+		ctx:    octx,
 		caller: caller,
 		report: &reporter{caller: caller, ctx: tctx},
 		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
 	}
 	start := time.Now()
 	response, err := s.runTurn(t, ref)
-	desc := s.model.Describe()
+	endTurn(ports.TurnEnd{Steps: t.steps, ToolCalls: t.calls, ErrorType: turnErrorType(ctx, tctx, err)})
 	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
 		"durationMs", time.Since(start).Milliseconds()}
 	if t.usage != nil {
@@ -742,7 +753,8 @@ func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantM
 		}
 	}()
 	start := time.Now()
-	reply, err := t.s.model.Step(t.ctx, ports.ModelRequest{
+	sctx, endStep := t.s.opts.Observer.StartModelStep(t.ctx, t.s.observedStep())
+	reply, err := t.s.model.Step(sctx, ports.ModelRequest{
 		Messages: msgs,
 		Tools:    tools,
 		OnText: func(delta string) {
@@ -752,6 +764,7 @@ func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantM
 	})
 	close(stop)
 	<-done
+	endStep(stepEnd(t.ctx, reply, err))
 	t.s.log.Debug("model step", "step", t.steps, "messages", len(msgs), "toolCalls", len(reply.ToolCalls),
 		"finishReason", reply.FinishReason, "durationMs", time.Since(start).Milliseconds(), "ok", err == nil)
 	return reply, err
@@ -814,30 +827,42 @@ func progressText(prefix, text string) string {
 // wrong with the call.
 func (t *turn) runTool(call ports.ToolCall, tools []domain.Tool) string {
 	t.calls++
+	ctx, endCall := t.s.opts.Observer.StartToolCall(t.ctx, call.Name)
+	result, errorType := t.callTool(ctx, call, tools)
+	endCall(ports.ToolCallEnd{ErrorType: errorType})
+	return result
+}
+
+// callTool is runTool's work on ctx: the text the model reads and the
+// call's error.type ("" when it succeeded).
+func (t *turn) callTool(ctx context.Context, call ports.ToolCall, tools []domain.Tool) (string, string) {
 	known := false
 	for _, tool := range tools {
 		known = known || tool.Name == call.Name
 	}
 	if !known {
-		return failure(call.Name, domain.UnknownToolMessage(call.Name)+" (the tools are: "+toolNames(tools)+")")
+		return failure(call.Name, domain.UnknownToolMessage(call.Name)+" (the tools are: "+toolNames(tools)+")"), "unknown_tool"
 	}
 	args := strings.TrimSpace(call.Arguments)
 	if args == "" {
 		args = "{}"
 	}
 	if !json.Valid([]byte(args)) || args[0] != '{' {
-		return failure(call.Name, "invalid arguments: not a JSON object; write the arguments as one JSON object that follows the tool's input schema")
+		return failure(call.Name, "invalid arguments: not a JSON object; write the arguments as one JSON object that follows the tool's input schema"), "invalid_arguments"
 	}
 	t.report.send("calling " + call.Name)
-	env, err := t.s.inner.InvokeTool(t.ctx, call.Name, json.RawMessage(args), toolCaller{t.caller, t, call.Name})
+	env, err := t.s.inner.InvokeTool(ctx, call.Name, json.RawMessage(args), toolCaller{t.caller, t, call.Name})
 	if err != nil {
-		return failure(call.Name, domain.ClientMessage(err))
+		return failure(call.Name, domain.ClientMessage(err)), "tool_error"
 	}
 	text, err := domain.MarshalJSON(env)
 	if err != nil {
-		return failure(call.Name, "the tool's result cannot be encoded")
+		return failure(call.Name, "the tool's result cannot be encoded"), "tool_error"
 	}
-	return string(text)
+	if !env.Success {
+		return string(text), "tool_error"
+	}
+	return string(text), ""
 }
 
 // failure is a failed envelope's text, as the model reads it.

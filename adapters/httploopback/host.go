@@ -68,6 +68,10 @@ type Options struct {
 	// Logger receives operational logs (never the token, arguments or
 	// answers); nil means the engine's.
 	Logger *slog.Logger
+	// NoHealth turns off the health probes, GET /healthz and /readyz
+	// (docs/SPEC.md §13; [streamable.WithHealth], with the Host rule of
+	// /mcp).
+	NoHealth bool
 	// Token, when set, is the bearer token instead of a freshly minted one
 	// (a persistent token the caller keeps, docs/SPEC.md §5.2): 64 lowercase
 	// hex characters, as minted; anything else fails construction with
@@ -166,11 +170,16 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so := l.server
 	so.Name, so.Engine, so.Logger = "httploopback", eng, logger
 	so.Listen = func() (net.Listener, error) {
-		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
+		ln, err := net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
+		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
 	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(bound netip.AddrPort) http.Handler {
-		return Admission(bound, h.token, logger)(framing)
+		door := Admission(bound, h.token, logger)(framing)
+		if opts.NoHealth {
+			return door
+		}
+		return streamable.WithHealth(door, streamable.HealthOptions{Host: bound.String(), Ready: streamable.CatalogReady(eng)})
 	}
 	var err error
 	if h.srv, err = streamable.NewServer(so); err != nil {

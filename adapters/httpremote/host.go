@@ -37,6 +37,11 @@ type Options struct {
 	// client address, arguments or answers (net/http's own debug-level
 	// record of a handler panic names the peer); nil means the engine's.
 	Logger *slog.Logger
+	// NoHealth turns off the health probes, GET /healthz and /readyz
+	// (docs/SPEC.md §13; [streamable.WithHealth], any Host): ready once the
+	// catalog validates and, when the verifier implements
+	// [ports.KeyReadiness], it holds the issuer's keys.
+	NoHealth bool
 }
 
 // Authorization is what makes the host an OAuth 2.0 protected resource.
@@ -168,10 +173,16 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Name, so.Engine, so.Logger = "httpremote", eng, door.logger
 	so.Conns.ClientOf = door.proxies.connClient
 	so.Listen = func() (net.Listener, error) {
-		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
+		ln, err := net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
+		return streamable.ObserveConns(ln, eng.Observer()), err
 	}
 	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
-	so.Admit = func(netip.AddrPort) http.Handler { return door.Wrap(framing) }
+	so.Admit = func(netip.AddrPort) http.Handler {
+		if opts.NoHealth {
+			return door.Wrap(framing)
+		}
+		return streamable.WithHealth(door.Wrap(framing), streamable.HealthOptions{Ready: ready(eng, opts.Authorization.Verifier)})
+	}
 	srv, err := streamable.NewServer(so)
 	if err != nil {
 		return nil, err
@@ -180,6 +191,22 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		return nil, fmt.Errorf("httpremote: %w", err)
 	}
 	return &Host{bind: bind, logger: door.logger, door: door, srv: srv}, nil
+}
+
+// ready is the remote host's readiness: the catalog validates, and the
+// verifier (when it fetches keys) holds its issuer's keys.
+func ready(eng *engine.Engine, v ports.AccessTokenVerifier) func(context.Context) string {
+	catalog := streamable.CatalogReady(eng)
+	keys, _ := v.(ports.KeyReadiness)
+	return func(ctx context.Context) string {
+		if why := catalog(ctx); why != "" {
+			return why
+		}
+		if keys != nil && !keys.KeysReady(ctx) {
+			return "keys"
+		}
+		return ""
+	}
 }
 
 type discardAudit struct{}

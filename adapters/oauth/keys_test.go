@@ -755,3 +755,29 @@ func TestNextKeyRefresh(t *testing.T) {
 		t.Errorf("NextKeyRefresh 4 min after the fetch is %v away, want 6 min", got)
 	}
 }
+
+func TestKeysReady(t *testing.T) {
+	ks := testKeys()
+	f := newFakeIssuer(t, "", jwk(t, ks.rsa, nil))
+	f.set(func(f *fakeIssuer) { f.down = true })
+	clk := newFakeClock()
+	v := newVerifier(t, f.config(clk))
+	if v.KeysReady(t.Context()) {
+		t.Fatal("KeysReady with the issuer down at start = true")
+	}
+	f.set(func(f *fakeIssuer) { f.down = false })
+	clk.AdvanceMonotonic(29 * time.Second)
+	if v.KeysReady(t.Context()) {
+		t.Fatal("KeysReady within 30 s of the failed fetch = true (no new attempt is due)")
+	}
+	clk.AdvanceMonotonic(time.Second)
+	if !v.KeysReady(t.Context()) {
+		t.Fatal("KeysReady once the issuer is back and a fetch is due = false")
+	}
+	if got := f.jwksFetches(); got != 1 {
+		t.Errorf("key set fetched %d times, want 1", got)
+	}
+	if !v.KeysReady(t.Context()) || f.jwksFetches() != 1 {
+		t.Errorf("a second probe refetched: %d fetches", f.jwksFetches())
+	}
+}

@@ -428,3 +428,13 @@ func (v *Verifier) NextKeyRefresh() time.Time {
 }
 
 var _ ports.KeyRefreshReporter = (*Verifier)(nil)
+
+// KeysReady reports whether the verifier holds usable keys of its issuer,
+// fetching them first when it holds none (at most one attempt per 30 s,
+// shared with verifications) and waiting for that fetch until ctx ends. It
+// implements [ports.KeyReadiness].
+func (v *Verifier) KeysReady(ctx context.Context) bool {
+	return v.keys.current(ctx, false) != nil
+}
+
+var _ ports.KeyReadiness = (*Verifier)(nil)

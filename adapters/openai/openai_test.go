@@ -244,6 +244,24 @@ func TestAuthorizationOnlyWithAKey(t *testing.T) {
 	}
 }
 
+// TestUsage: the token usage the endpoint reports reaches the message,
+// streamed (a last chunk with empty choices) or whole; none reported is nil.
+func TestUsage(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		srv := chatscript.Script(t,
+			chatscript.Reply{Text: "hi", Usage: &chatscript.Usage{Prompt: 31, Completion: 4}},
+			chatscript.Reply{Text: "hi"})
+		m := newModel(t, srv.URL, openai.Options{DisableStreaming: !stream})
+		msg, _, err := step(t, m)
+		if err != nil || msg.Usage == nil || *msg.Usage != (ports.TokenUsage{InputTokens: 31, OutputTokens: 4}) {
+			t.Errorf("stream=%v: usage %+v (%v), want 31 in, 4 out", stream, msg.Usage, err)
+		}
+		if msg, _, err := step(t, m); err != nil || msg.Usage != nil {
+			t.Errorf("stream=%v: none reported: usage %+v (%v), want nil", stream, msg.Usage, err)
+		}
+	}
+}
+
 // TestBackendStreamShapes: the streamed shapes of servers other than
 // OpenAI each assemble into the calls the model made (issue 19, item 5;
 // docs/SPEC.md §9). Two calls, so a shape that merges or drops one fails.

@@ -41,7 +41,9 @@ const (
 	jose     = "github.com/go-jose/go-jose/v4"
 	timeRate = "golang.org/x/time/rate"
 	goOpenAI = "github.com/sashabaranov/go-openai"
-	goCmp    = "github.com/google/go-cmp"
+	// promClient is client_golang and what it pulls in.
+	promClient = "github.com/prometheus/..."
+	goCmp      = "github.com/google/go-cmp"
 	// doublestar matches find_files' ** globs and .gitignore patterns.
 	doublestar = "github.com/bmatcuk/doublestar/v4"
 	// goLandlock and what it pulls in: x/sys for the system calls, libcap's
@@ -98,6 +100,7 @@ var Rules = []Rule{
 	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
 	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
+	{"adapters/metrics", append([]string{promClient, "github.com/beorn7/perks/...", "github.com/cespare/xxhash/...", "github.com/munnerz/goautoneg", xSys, "google.golang.org/protobuf/..."}, core...), "Prometheus metrics: client_golang (and its dependencies) and the ports it observes"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/chatscript", nil, "a scripted Chat Completions endpoint for tests: the standard library only"},

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -52,6 +53,12 @@ func (i *Issuer) URL() string { return i.srv.URL }
 
 // Client trusts the issuer's certificate.
 func (i *Issuer) Client() *http.Client { return i.srv.Client() }
+
+// CertificatePEM is the issuer's TLS certificate in PEM, for a process that
+// must trust it (SSL_CERT_FILE).
+func (i *Issuer) CertificatePEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: i.srv.Certificate().Raw})
+}
 
 // Close stops the issuer.
 func (i *Issuer) Close() { i.srv.Close() }

@@ -33,7 +33,7 @@ type sendBufferListener struct {
 
 func (l sendBufferListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok { // a *net.TCPConn, or a wrapper that reaches one
 		_ = tc.SetWriteBuffer(l.size) // best effort: the kernel may clamp it
 	}
 	return c, err

@@ -8,7 +8,8 @@
 // It builds cmd/benchserver and cmd/benchload, then runs, in this order:
 //
 //   - Streamable HTTP, separate processes, on both wires (2025-11-25 and
-//     2026-07-28): bare, mcp-go, go-sdk, agentmcp's loopback host, and its
+//     2026-07-28): bare, mcp-go, go-sdk, agentmcp's loopback host (with its
+//     metrics off, then on), and its
 //     remote host with a fresh RS256 access token per request and with one
 //     cached token. Each row starts its server pinned to one CPU
 //     (taskset -c 0), then benchload pinned to another (taskset -c 1) with 12
@@ -172,7 +173,7 @@ func (r row) ID() string {
 func allRows(extra bool) []row {
 	var rows []row
 	for _, w := range wire.Wires {
-		names := []string{servers.Bare, servers.MCPGo, servers.GoSDK, servers.AgentmcpLoopback}
+		names := []string{servers.Bare, servers.MCPGo, servers.GoSDK, servers.AgentmcpLoopback, servers.AgentmcpLoopbackMetrics}
 		if extra {
 			names = append(names, servers.GoSDKSSE, servers.AgentmcpHandler)
 		}

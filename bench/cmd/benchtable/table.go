@@ -101,6 +101,14 @@ func (res *results) goals() []goal {
 		g = append(g, res.rateGoal("loopback host ÷ mcp-go, requests/s, "+w,
 			httpID(w, servers.AgentmcpLoopback), httpID(w, servers.MCPGo), "≥ 1.50x", atLeast(1.5)))
 	}
+	// Metrics on (adapters/metrics, docs/SPEC.md §13) cost under 5%: both
+	// rows of one run, against each other and against the floor.
+	for _, w := range wire.Wires {
+		g = append(g, res.rateGoal("loopback host, metrics on ÷ metrics off, requests/s, "+w,
+			httpID(w, servers.AgentmcpLoopbackMetrics), httpID(w, servers.AgentmcpLoopback), "≥ 0.95x", atLeast(0.95)))
+		g = append(g, res.rateGoal("loopback host, metrics on ÷ bare handler, requests/s, "+w,
+			httpID(w, servers.AgentmcpLoopbackMetrics), httpID(w, servers.Bare), "reported", nil))
+	}
 	g = append(g, res.rateGoal("stdio: agentmcp ÷ mcp-go, calls/s (window "+strconv.Itoa(res.Config.Window)+")",
 		"stdio/"+servers.Agentmcp, "stdio/"+servers.MCPGo, "≥ 1.50x", atLeast(1.5)))
 	for _, w := range wire.Wires {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/app"
@@ -71,7 +72,12 @@ func agentmcpHandler() (http.Handler, error) {
 
 // newAgentmcpEngine builds the engine every agentmcp server serves.
 func newAgentmcpEngine() (*engine.Engine, error) {
-	return engine.New(echoSession{}, engine.Options{Name: agentmcpName, Version: agentmcpVersion})
+	return newObservedEngine(nil)
+}
+
+// newObservedEngine is newAgentmcpEngine with an Observer (nil: none).
+func newObservedEngine(o ports.Observer) (*engine.Engine, error) {
+	return engine.New(echoSession{}, engine.Options{Name: agentmcpName, Version: agentmcpVersion, Observer: o})
 }
 
 // stopBoth stops a carrier, then its engine.
@@ -82,9 +88,16 @@ func stopBoth(stop func(context.Context) error, eng *engine.Engine) func(context
 // startAgentmcpLoopback starts the real loopback host, adapters/httploopback:
 // its own http.Server and listener caps, and its admission (request target,
 // Host, Origin, constant-time bearer token). It returns the endpoint URL and
-// the bearer token.
-func startAgentmcpLoopback(ctx context.Context) (url, token string, stop func(context.Context) error, err error) {
-	eng, err := newAgentmcpEngine()
+// the bearer token. With observed, its metrics are on, as --metrics-listen
+// turns them on: adapters/metrics observes every request and connection
+// (nobody scrapes them; a scrape every few seconds costs nothing measurable
+// at this rate).
+func startAgentmcpLoopback(ctx context.Context, observed bool) (url, token string, stop func(context.Context) error, err error) {
+	var o ports.Observer
+	if observed {
+		o = metrics.New(metrics.Options{})
+	}
+	eng, err := newObservedEngine(o)
 	if err != nil {
 		return "", "", nil, err
 	}

@@ -27,13 +27,16 @@ const (
 	GoSDKSSE         = "go-sdk-sse"
 	AgentmcpHandler  = "agentmcp-handler"
 	AgentmcpLoopback = "agentmcp-loopback"
-	AgentmcpRemote   = "agentmcp-remote"
-	Agentmcp         = "agentmcp" // stdio
+	// AgentmcpLoopbackMetrics is the loopback host with its metrics on
+	// (adapters/metrics observing every request).
+	AgentmcpLoopbackMetrics = "agentmcp-loopback-metrics"
+	AgentmcpRemote          = "agentmcp-remote"
+	Agentmcp                = "agentmcp" // stdio
 )
 
 // HTTPNames are the Streamable HTTP servers StartHTTP knows.
 func HTTPNames() []string {
-	return []string{Bare, MCPGo, GoSDK, GoSDKSSE, AgentmcpHandler, AgentmcpLoopback, AgentmcpRemote}
+	return []string{Bare, MCPGo, GoSDK, GoSDKSSE, AgentmcpHandler, AgentmcpLoopback, AgentmcpLoopbackMetrics, AgentmcpRemote}
 }
 
 // StdioNames are the stdio servers ServeStdio knows.
@@ -85,8 +88,8 @@ func StartHTTP(ctx context.Context, name string) (*HTTP, error) {
 			return nil, err
 		}
 		return serveHandler(name, h)
-	case AgentmcpLoopback:
-		url, token, stop, err := startAgentmcpLoopback(ctx)
+	case AgentmcpLoopback, AgentmcpLoopbackMetrics:
+		url, token, stop, err := startAgentmcpLoopback(ctx, name == AgentmcpLoopbackMetrics)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/metrics"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// opsFlags are the operations flags every serve command takes
+// (docs/SPEC.md §13): logging and the metrics listener.
+type opsFlags struct {
+	logLevel      slog.Level
+	logFormat     logFormat
+	metricsListen listenAddr
+}
+
+func addOpsFlags(fs *flag.FlagSet) *opsFlags {
+	o := &opsFlags{logFormat: "text"}
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "the least severe `LEVEL` of log records written: debug, info, warn or error")
+	fs.Var(&o.logFormat, "log-format", "`FORMAT` of the log records on stderr: text (key=value) or json (one object a line)")
+	fs.Var(&o.metricsListen, "metrics-listen", "serve Prometheus metrics at /metrics on this literal `IP:PORT` (a listener of its own, never the MCP port; off by default)")
+	return o
+}
+
+// listenAddr is --metrics-listen: a literal IP:PORT with a port (0 would
+// be a port nobody can scrape), checked as the flag is parsed.
+type listenAddr struct {
+	ap netip.AddrPort
+	on bool
+}
+
+func (a *listenAddr) String() string {
+	if !a.on {
+		return ""
+	}
+	return a.ap.String()
+}
+
+func (a *listenAddr) Set(v string) error {
+	ap, err := netip.ParseAddrPort(v)
+	if err != nil || ap.Port() == 0 {
+		return errors.New("must be a literal IP:PORT with a port, such as 127.0.0.1:9464")
+	}
+	a.ap, a.on = ap, true
+	return nil
+}
+
+// logFormat is --log-format: "text" or "json".
+type logFormat string
+
+func (f *logFormat) String() string { return string(*f) }
+
+func (f *logFormat) Set(v string) error {
+	if v != "text" && v != "json" {
+		return errors.New("must be text or json")
+	}
+	*f = logFormat(v)
+	return nil
+}
+
+// newLogger is the logger of a command without the serve flags (record):
+// text records on stderr at info.
+func newLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, nil))
+}
+
+// newLogger logs to stderr (stdout is the carrier's on stdio, or carries
+// only the address line), at --log-level, in --log-format. What is logged
+// never holds a token, a key, a prompt, an argument, a result or a
+// principal, whatever the level.
+func (o *opsFlags) newLogger(stderr io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: o.logLevel}
+	if o.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(stderr, opts))
+}
+
+// metricsServer serves /metrics on a listener of its own.
+type metricsServer struct {
+	srv  *http.Server
+	done chan struct{}
+}
+
+// startMetrics listens on addr and serves m's handler at exactly /metrics
+// (anything else 404), with header and idle timeouts.
+func startMetrics(addr netip.AddrPort, m *metrics.Metrics, logger *slog.Logger) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	s := &metricsServer{
+		srv: &http.Server{
+			Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics listener failed", "err", err)
+		}
+	}()
+	logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return s, nil
+}
+
+// stop closes the listener and its connections.
+func (s *metricsServer) stop() {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	<-s.done
+}
+
+// auditSinks is every audit sink at once.
+type auditSinks []ports.AuditSink
+
+func (a auditSinks) Audit(r ports.AuditRecord) {
+	for _, s := range a {
+		s.Audit(r)
+	}
+}
