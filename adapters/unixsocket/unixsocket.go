@@ -213,7 +213,9 @@ func (s *Server) end(err error) {
 // to repeat, to call concurrently, and before Start (which then fails with
 // [engine.ErrStopped]); after it returns nil, Wait returns at once.
 func (s *Server) Stop(ctx context.Context) error {
-	s.cancel()
+	// stopped is set before the cancellation a pending Start's validation
+	// sees, so that Start, back under the lock, reads it and fails with
+	// ErrStopped rather than with the cancellation.
 	s.mu.Lock()
 	s.stopped = true
 	ln, made := s.ln, s.made
@@ -223,6 +225,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		s.end(nil)
 	}
 	s.mu.Unlock()
+	s.cancel()
 	if ln != nil {
 		ln.Close()
 		removeOwn(s.opts.Path, made)
