@@ -623,6 +623,7 @@ func (c *conn) shut(drain bool) {
 		t.Stop()
 	}
 	c.e.endRounds(c.bind)
+	c.e.endTasks(c.bind)
 }
 
 type elicitRequest struct {

@@ -24,7 +24,7 @@
 // (the error codes and Error, named for the engine's users), handle.go (the
 // pipeline and the methods), conn.go (connections), exchange.go (stateless
 // exchanges), caller.go (the Caller a session gets), rounds.go
-// (input-required rounds).
+// (input-required rounds), tasks.go (the 2026-07-28 tasks extension).
 package engine
 
 import (
@@ -64,6 +64,9 @@ type Options struct {
 	// RoundLifetime bounds a parked input-required round and a legacy
 	// elicitation's wait; zero means 30 min, the most allowed.
 	RoundLifetime time.Duration
+	// Tasks bounds and times the 2026-07-28 tasks extension's tasks
+	// (docs/SPEC.md §11).
+	Tasks TaskOptions
 	// Logger receives operational logs (never tokens, arguments or
 	// answers); nil discards. Carriers built on this engine log to it too
 	// unless given their own.
@@ -101,6 +104,9 @@ type Engine struct {
 	// rounds holds parked input-required rounds; nil while AskClient is off.
 	rounds        *roundStore
 	roundLifetime time.Duration
+
+	// tasks holds the tasks extension's tasks (docs/SPEC.md §11).
+	tasks *taskStore
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on
@@ -153,6 +159,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		e.rounds = newRoundStore(opts.RoundLifetime)
 		e.roundLifetime = e.rounds.lifetime()
 	}
+	e.tasks = newTaskStore(opts.Tasks)
 	return e, nil
 }
 
@@ -191,6 +198,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 				p.call.end(ErrShuttingDown)
 			}
 		}
+		e.shutdownTasks()
 	}
 	return waitGroup(ctx, &e.calls)
 }

@@ -361,6 +361,9 @@ func validateModern(in *inbound, h *Headers) *Error {
 	case "server/discover", "tools/list", "tools/call":
 		return nil
 	}
+	if isTaskMethod(in.method) {
+		return nil
+	}
 	return jsonrpc.MethodNotFound(in.method)
 }
 
@@ -381,6 +384,16 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		}
 		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
 			return mismatch("Mcp-Name must equal params.name")
+		}
+	}
+	if isTaskMethod(in.method) {
+		// SEP-2663: tasks/* carry Mcp-Name: <taskId>.
+		raw, ok := in.param("taskId")
+		if !ok || !jsonrpc.IsString(raw) {
+			raw = []byte(`""`)
+		}
+		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
+			return mismatch("Mcp-Name must equal params.taskId")
 		}
 	}
 	return nil
@@ -427,13 +440,15 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 	case "server/discover":
 		b := e.resultHead(make([]byte, 0, 512), in, "complete")
 		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
-		b = append(b, `,"capabilities":{"tools":{}}`...)
+		b = append(b, `,"capabilities":{"tools":{},"extensions":{"`+extTasks+`":{}}}`...)
 		if e.instructions != "" {
 			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 		}
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
 		return e.listTools(ctx, in)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return e.serveTask(p, in)
 	}
 	return e.callTool(ctx, p, in, elicit)
 }
@@ -502,6 +517,9 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
 	if in.modern {
+		if r, ok := e.callAsTask(ctx, p, in, name, args); ok {
+			return r
+		}
 		if e.roundsOn(in) {
 			return e.callWithRounds(ctx, p, in, name, args)
 		}

@@ -128,6 +128,19 @@ var specRows = []struct{ id, text string }{
 	{"spec6-rounds-cancel-chain", "A notifications/cancelled naming the latest id of the chain (stdio) ends the parked call: its prompts settle closed."},
 	{"spec6-rounds-bound", "At most 4 parked rounds per principal; beyond that a new prompt settles closed at once."},
 	{"spec6-off-token", "With AskClient off no round exists: any requestState is unknown → -32602."},
+	// §11 tasks (the 2026-07-28 extension).
+	{"spec11-create", "A tools/call of a tool that supports tasks, from a request declaring io.modelcontextprotocol/tasks, is answered at once with a flat CreateTaskResult (resultType task, status working)."},
+	{"spec11-get-working", "tasks/get of a running task: working."},
+	{"spec11-cancel", "tasks/cancel: an empty ack, at once cancelled, the turn's context ended; idempotent, also for a task already ended."},
+	{"spec11-unknown", "An unknown, expired or another principal's task id → -32602 Failed to retrieve task: Task not found."},
+	{"spec11-removed-methods", "tasks/result and tasks/list → -32601."},
+	{"spec11-not-declared", "A request that did not declare the extension is served as before; a legacy params.task is ignored."},
+	{"spec11-completed", "completed carries the CallToolResult under result."},
+	{"spec11-tool-error", "A tool error is completed with isError true."},
+	{"spec11-failed", "failed carries the JSON-RPC error the call would have answered."},
+	{"spec11-input-required", "An approval during a task (AskClient on): input_required with inputRequests keyed input-N, elicitation/create form requests with §6's words."},
+	{"spec11-update", "tasks/update answers input requests by key: an empty ack; unknown or already-answered keys are ignored."},
+	{"spec11-ask-off", "AskClient off: a task's approvals settle closed; it never asks."},
 
 	// docs/SPEC.md appendix (wire cases), the stdio cases.
 	{"K1", "One bad stdio line must not end the session."},

@@ -105,7 +105,7 @@ ask-client: on
 	if s := f.Steps[15]; s.Arg != "elicitation/create" {
 		t.Errorf("#wait-request: %q", s.Arg)
 	}
-	want2 := []transcript.StateRef{{Text: "{{state 1}}", ID: "1"}, {Text: `{{state "a" tampered}}`, ID: `"a"`, Tampered: true}}
+	want2 := []transcript.StateRef{{Text: "{{state 1}}", ID: "1", Member: "requestState"}, {Text: `{{state "a" tampered}}`, ID: `"a"`, Tampered: true, Member: "requestState"}}
 	if s := f.Steps[16]; len(s.States) != 2 || s.States[0] != want2[0] || s.States[1] != want2[1] {
 		t.Errorf("state references: %+v, want %+v", s.States, want2)
 	}
