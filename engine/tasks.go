@@ -386,6 +386,10 @@ func declaresTasks(caps []byte) bool {
 	return ok && jsonrpc.IsObject(v)
 }
 
+func errTasksNotDeclared(what string) *Error {
+	return &Error{Code: CodeMissingRequiredCapability, Message: what + " requires the " + extTasks + " extension", Data: missingTasksData}
+}
+
 var missingTasksData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + extTasks + `":{}}}}`)
 
 // callAsTask is the tools/call hook: for a modern call of a tool that
@@ -407,8 +411,7 @@ func (e *Engine) callAsTask(ctx context.Context, p *peer, in *inbound, name stri
 	caps, _ := in.metaValue(metaClientCapabilities)
 	if !declaresTasks(caps) {
 		if support == domain.TaskRequired {
-			return answerErr(in.id, &Error{Code: CodeMissingRequiredCapability,
-				Message: "Tool " + name + " requires the " + extTasks + " extension", Data: missingTasksData}), true
+			return answerErr(in.id, errTasksNotDeclared("Tool "+name)), true
 		}
 		return reply{}, false
 	}
@@ -482,6 +485,11 @@ var (
 // serveTask answers tasks/get, tasks/update and tasks/cancel (modern only;
 // the headers were checked in validateModern).
 func (e *Engine) serveTask(p *peer, in *inbound) reply {
+	if caps, _ := in.metaValue(metaClientCapabilities); !declaresTasks(caps) {
+		// SEP-2575 "Missing Required Capabilities": the task surface is
+		// the extension's, served only to requests that declare it.
+		return answerErr(in.id, errTasksNotDeclared(in.method))
+	}
 	raw, ok := in.param("taskId")
 	if !ok || !jsonrpc.IsString(raw) {
 		return answerErr(in.id, jsonrpc.InvalidParams(in.method+" needs a string taskId"))

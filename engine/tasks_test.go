@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
@@ -64,7 +66,7 @@ func (c *taskClient) submit(prompt string) string {
 
 func (c *taskClient) task(method, id, extra string) map[string]any {
 	c.t.Helper()
-	return c.do(method, `{}`, `"taskId":"`+id+`"`+extra, id)
+	return c.do(method, taskCaps, `"taskId":"`+id+`"`+extra, id)
 }
 
 func (c *taskClient) get(id string) map[string]any {
@@ -272,6 +274,27 @@ func TestTaskBounds(t *testing.T) {
 	})
 }
 
+func TestTaskRequiredToolWithoutExtension(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := fake.New()
+		s.SetTools([]domain.Tool{{Name: "job", InputSchema: json.RawMessage(`{"type":"object"}`), TaskSupport: domain.TaskRequired}})
+		e, err := engine.New(s, engine.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shutdown(t, e) })
+		c := &taskClient{t: t, e: e, who: alice}
+		m := c.do("tools/call", `{}`, `"name":"job","arguments":{}`, "job")
+		er, _ := m["error"].(map[string]any)
+		if errorCode(m) != -32021 || er["data"] == nil {
+			t.Errorf("a required-task tool without the extension: %v, want -32021 with requiredCapabilities", m)
+		}
+		if calls := s.Calls(); len(calls) != 0 {
+			t.Errorf("session calls = %v, want none", calls)
+		}
+	})
+}
+
 func TestTaskNotDeclaredServedAsToday(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := taskEngine(t, engine.Options{})
@@ -294,14 +317,21 @@ func TestTaskMethodsRefused(t *testing.T) {
 		e, _ := taskEngine(t, engine.Options{})
 		id := (&taskClient{t: t, e: e, who: alice}).submit("hello")
 		for _, m := range []string{"tasks/result", "tasks/list"} {
-			r := taskExchange(context.Background(), e, alice, 9, m, `{}`, `"taskId":"`+id+`"`, id)
+			r := taskExchange(context.Background(), e, alice, 9, m, taskCaps, `"taskId":"`+id+`"`, id)
 			if r.Kind != engine.UnknownMethod || !strings.Contains(string(r.Body), "-32601") {
 				t.Errorf("%s: %v %s, want -32601", m, r.Kind, r.Body)
 			}
 		}
-		r := taskExchange(context.Background(), e, alice, 10, "tasks/get", `{}`, `"taskId":"`+id+`"`, "other")
+		r := taskExchange(context.Background(), e, alice, 10, "tasks/get", taskCaps, `"taskId":"`+id+`"`, "other")
 		if r.Kind != engine.Invalid || !strings.Contains(string(r.Body), "-32020") {
 			t.Errorf("Mcp-Name mismatch: %v %s, want 400 with -32020", r.Kind, r.Body)
+		}
+		// The task surface needs the extension declared in the request.
+		for _, m := range []string{"tasks/get", "tasks/cancel"} {
+			r = taskExchange(context.Background(), e, alice, 11, m, `{}`, `"taskId":"`+id+`"`, id)
+			if !strings.Contains(string(r.Body), `"code":-32021`) || !strings.Contains(string(r.Body), `"requiredCapabilities"`) {
+				t.Errorf("%s without the extension: %s, want -32021", m, r.Body)
+			}
 		}
 		synctest.Wait()
 	})

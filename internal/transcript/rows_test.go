@@ -135,6 +135,7 @@ var specRows = []struct{ id, text string }{
 	{"spec11-unknown", "An unknown, expired or another principal's task id → -32602 Failed to retrieve task: Task not found."},
 	{"spec11-removed-methods", "tasks/result and tasks/list → -32601."},
 	{"spec11-not-declared", "A request that did not declare the extension is served as before; a legacy params.task is ignored."},
+	{"spec11-tasks-not-declared", "tasks/get, tasks/update, tasks/cancel from a request that does not declare the extension → -32021 with data.requiredCapabilities."},
 	{"spec11-completed", "completed carries the CallToolResult under result."},
 	{"spec11-tool-error", "A tool error is completed with isError true."},
 	{"spec11-failed", "failed carries the JSON-RPC error the call would have answered."},

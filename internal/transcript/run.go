@@ -392,7 +392,7 @@ func (p *player) pollTask(st Step) error {
 		p.polls++
 		id := pollIDPrefix + strconv.Itoa(p.polls) + `"`
 		line := `{"jsonrpc":"2.0","id":` + id + `,"method":"tasks/get","params":{"taskId":"` + st.States[0].Text +
-			`","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
+			`","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}` + "\n"
 		data, err := p.substitute(Step{Data: []byte(line), States: st.States})
 		if err != nil {
 			return err
