@@ -112,7 +112,7 @@ func Example_stdio() {
 	fmt.Println("wait:", t.Wait())
 	fmt.Println("shutdown:", eng.Shutdown(context.Background()))
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
+	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"I have 0 notes. You said: hello"}]}}
 	// wait: <nil>
 	// shutdown: <nil>
@@ -196,7 +196,7 @@ func Example_unixSocket() {
 	_, err = os.Stat(srv.Path())
 	fmt.Println("socket file gone:", os.IsNotExist(err))
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
+	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"add_note\",\"result\":{\"count\":1}}"}],"isError":false}}
 	// stop: <nil>
 	// shutdown: <nil>

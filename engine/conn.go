@@ -668,6 +668,9 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 			params.RequestedSchema = f.RequestedSchema20250618 // nor titled enums
 		}
 	}
+	if id, ok := relatedTask(ctx); ok {
+		params.Meta = relatedTaskMeta(id) // a 2025-11-25 task's prompt (docs/SPEC.md §11)
+	}
 	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
 	c.write(req)
 

@@ -202,6 +202,9 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 			return nil, e.initialize(p, in)
 		case "tools/list", "tools/call":
 		default:
+			if isLegacyTaskMethod(in.method) && legacyTasks(in) {
+				break
+			}
 			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
 	}
@@ -421,7 +424,11 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
-	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
+	b = append(b, `,"capabilities":{"tools":{}`...)
+	if version == tasksVersion {
+		b = append(b, legacyTasksCaps...) // docs/SPEC.md §11
+	}
+	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
 		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
@@ -447,7 +454,10 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitF
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
 		return e.listTools(ctx, in)
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
+		if !in.modern {
+			return e.serveLegacyTask(ctx, p, in)
+		}
 		return e.serveTask(p, in)
 	}
 	return e.callTool(ctx, p, in, elicit)
@@ -490,7 +500,12 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
-	tools, err := domain.MarshalJSON(cat.Tools())
+	var tools []byte
+	if legacyTasks(in) {
+		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §11
+	} else {
+		tools, err = domain.MarshalJSON(cat.Tools())
+	}
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "Internal error: the tool list could not be encoded"))
 	}
@@ -525,6 +540,10 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 		}
 		if err := checkRoundParams(in); err != nil {
 			return answerErr(in.id, err)
+		}
+	} else if legacyTasks(in) {
+		if r, ok := e.callAsLegacyTask(ctx, p, in, name, args, elicit); ok {
+			return r
 		}
 	}
 	caller := newCallCaller(in, p, elicit)

@@ -189,6 +189,11 @@ type task struct {
 	who   ports.Principal
 	ask   bool // prompts reach the client (AskClient on); else they settle closed
 	wait  time.Duration
+	// elicit, when set, takes the prompts instead (a 2025-11-25 task on a
+	// stream that can answer forms: elicitation/create tagged with the task).
+	elicit elicitFunc
+	// settled is closed when the task reaches a terminal status.
+	settled chan struct{}
 
 	mu                      sync.Mutex
 	status                  string
@@ -239,9 +244,19 @@ func (t *task) settle(status string, o toolOutcome, message string) bool {
 	open := t.open
 	t.open = nil
 	t.mu.Unlock()
+	close(t.settled)
 	for _, in := range open {
 		in.reply <- nil
 	}
+	return true
+}
+
+// cancelRunning cancels t unless it has ended already (false).
+func (t *task) cancelRunning(cause error) bool {
+	if !t.settle(taskCancelled, toolOutcome{}, "") {
+		return false
+	}
+	t.stop(cause)
 	return true
 }
 
@@ -268,6 +283,9 @@ func (t *task) cancel(cause error, message string) {
 // askClient raises one input request and waits for its answer, for the
 // session giving up (ctx), the task ending, or the engine's round lifetime.
 func (t *task) askClient(ctx context.Context, form domain.Form) json.RawMessage {
+	if t.elicit != nil {
+		return t.elicitClient(ctx, form)
+	}
 	if !t.ask {
 		return nil
 	}
@@ -293,6 +311,28 @@ func (t *task) askClient(ctx context.Context, form domain.Form) json.RawMessage 
 	case <-timer.C:
 	}
 	t.withdraw(in.key)
+	return raw
+}
+
+// elicitClient asks through the stream's elicitation/create, the task
+// input_required meanwhile.
+func (t *task) elicitClient(ctx context.Context, form domain.Form) json.RawMessage {
+	t.mu.Lock()
+	if t.terminal() {
+		t.mu.Unlock()
+		return nil
+	}
+	t.keys++
+	key := "input-" + strconv.Itoa(t.keys)
+	t.open = append(t.open, taskInput{key: key, form: form, reply: make(chan json.RawMessage, 1)})
+	t.status, t.updated = taskInputRequired, t.store.now()
+	t.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, relatedTaskKey{}, t.id))
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel)
+	defer stop()
+	raw := t.elicit(ctx, form)
+	t.withdraw(key)
 	return raw
 }
 
@@ -415,17 +455,27 @@ func (e *Engine) callAsTask(ctx context.Context, p *peer, in *inbound, name stri
 		}
 		return reply{}, false
 	}
+	return e.startTask(p, in, name, args, nil, func(t *task) reply {
+		return answered(e.resultTail(e.appendTask(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
+	}), true
+}
+
+// startTask stores a task for the call and starts it, and returns the
+// creating answer, which created renders before the call starts (its status
+// is always working). When the engine stops or a bound is reached it
+// returns the refusal instead.
+func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, elicit elicitFunc, created func(*task) reply) reply {
 	if e.isStopping() {
-		return e.callResult(in, errShutdownResult), true
+		return e.callResult(in, errShutdownResult)
 	}
 	ctx2, stop := context.WithCancelCause(e.base)
 	t := &task{bind: p.carrier.binding(), store: e.tasks, ctx: ctx2, stop: stop, who: p.principal,
-		ask: e.rounds != nil, wait: e.roundLifetime}
+		ask: e.rounds != nil && in.modern, wait: e.roundLifetime, elicit: elicit, settled: make(chan struct{})}
 	if msg, ok := e.tasks.add(t); !ok {
 		stop(nil)
-		return e.callResult(in, toolError(msg)), true
+		return e.callResult(in, toolError(msg))
 	}
-	head := e.appendTask(e.resultHead(make([]byte, 0, 320), in, "task"), t)
+	r := created(t)
 	args = append([]byte(nil), args...) // the request's buffer does not outlive it
 	if !e.goCall(func() {
 		defer stop(nil)
@@ -433,7 +483,7 @@ func (e *Engine) callAsTask(ctx context.Context, p *peer, in *inbound, name stri
 	}) {
 		t.cancel(ErrShuttingDown, ErrShuttingDown.Error())
 	}
-	return answered(e.resultTail(head, in)), true
+	return r
 }
 
 // appendTask appends a Task's members (no braces, no leading comma) as it is
@@ -506,7 +556,7 @@ func (e *Engine) serveTask(p *peer, in *inbound) reply {
 		}
 		t.answer(mustMembers(r))
 	case "tasks/cancel":
-		t.cancel(errTaskCancelled, "")
+		t.cancelRunning(errTaskCancelled)
 	default: // tasks/get
 		b := e.appendTask(e.resultHead(make([]byte, 0, 512), in, "complete"), t)
 		return answered(e.resultTail(appendDetail(b, t), in))

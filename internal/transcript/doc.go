@@ -51,8 +51,9 @@
 //
 // so a client can retry an input-required round with the server's random
 // token: "requestState":"{{state 1}}". {{task ID}} and {{task ID tampered}}
-// do the same with the result.taskId of a CreateTaskResult (docs/SPEC.md
-// §11), so a client can poll the task the server created. Every other line starting with '#'
+// do the same with the result.taskId of a CreateTaskResult (result.task.taskId
+// on 2025-11-25; docs/SPEC.md §11), so a client can poll the task the server
+// created. Every other line starting with '#'
 // is a directive:
 //
 //	#raw "GO-STRING"        send exactly these bytes (strconv.Quote syntax, no

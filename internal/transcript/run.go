@@ -452,7 +452,12 @@ func (p *player) substitute(st Step) ([]byte, error) {
 			Result map[string]json.RawMessage `json:"result"`
 		}
 		var tok string
-		if json.Unmarshal(resp, &v) != nil || json.Unmarshal(v.Result[r.Member], &tok) != nil {
+		_ = json.Unmarshal(resp, &v)
+		if nested, ok := v.Result["task"]; ok && r.Member == "taskId" {
+			// 2025-11-25 nests the Task: {"task":{"taskId":…}}.
+			_ = json.Unmarshal(nested, &v.Result)
+		}
+		if json.Unmarshal(v.Result[r.Member], &tok) != nil {
 			return nil, fmt.Errorf("%s: the response with id %s that #wait %s consumed has no string result.%s: %s", r.Text, r.ID, r.ID, r.Member, truncate(resp, 400))
 		}
 		if !ValidToken(tok) {
