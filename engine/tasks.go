@@ -540,13 +540,9 @@ func (e *Engine) serveTask(p *peer, in *inbound) reply {
 		// the extension's, served only to requests that declare it.
 		return answerErr(in.id, errTasksNotDeclared(in.method))
 	}
-	raw, ok := in.param("taskId")
-	if !ok || !jsonrpc.IsString(raw) {
-		return answerErr(in.id, jsonrpc.InvalidParams(in.method+" needs a string taskId"))
-	}
-	t := e.tasks.get(jsonrpc.Unquote(raw), p.carrier.binding())
-	if t == nil {
-		return answerErr(in.id, errTaskNotFound)
+	t, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
 	}
 	switch in.method {
 	case "tasks/update":
@@ -563,6 +559,21 @@ func (e *Engine) serveTask(p *peer, in *inbound) reply {
 	}
 	b := e.resultHead(make([]byte, 0, 160), in, "complete")
 	return answered(e.resultTail(trimComma(b), in))
+}
+
+// taskOf finds the task params.taskId names for the sender: -32602 when
+// taskId is missing or not a string, or the task is unknown, expired or
+// another's (alike).
+func (e *Engine) taskOf(p *peer, in *inbound) (*task, *Error) {
+	raw, ok := in.param("taskId")
+	if !ok || !jsonrpc.IsString(raw) {
+		return nil, jsonrpc.InvalidParams(in.method + " needs a string taskId")
+	}
+	t := e.tasks.get(jsonrpc.Unquote(raw), p.carrier.binding())
+	if t == nil {
+		return nil, errTaskNotFound
+	}
+	return t, nil
 }
 
 // trimComma drops the comma resultHead leaves after resultType, for a

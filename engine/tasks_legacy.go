@@ -117,13 +117,9 @@ var errTaskEnded = jsonrpc.NewError(CodeInvalidParams, "Cannot cancel task: it h
 // 2025-11-25. tasks/result waits for the task to end, or for ctx (the
 // request ending: nothing is answered, the task goes on).
 func (e *Engine) serveLegacyTask(ctx context.Context, p *peer, in *inbound) reply {
-	raw, ok := in.param("taskId")
-	if !ok || !jsonrpc.IsString(raw) {
-		return answerErr(in.id, jsonrpc.InvalidParams(in.method+" needs a string taskId"))
-	}
-	t := e.tasks.get(jsonrpc.Unquote(raw), p.carrier.binding())
-	if t == nil {
-		return answerErr(in.id, errTaskNotFound)
+	t, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
 	}
 	switch in.method {
 	case "tasks/cancel":
