@@ -531,8 +531,10 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 	case !jsonrpc.IsObject(args):
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
+	var cat *domain.Catalog // read once for the task decision and the call
 	if in.modern {
-		if r, ok := e.callAsTask(ctx, p, in, name, args); ok {
+		cat, _ = e.catalog(ctx) // an error is answered by runTool, which reads it again
+		if r, ok := e.callAsTask(p, in, cat, name, args); ok {
 			return r
 		}
 		if e.roundsOn(in) {
@@ -548,7 +550,7 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 	}
 	caller := newCallCaller(in, p, elicit)
 	defer caller.finish()
-	return e.callResult(in, e.runTool(ctx, caller, name, args))
+	return e.callResult(in, e.runToolIn(ctx, cat, caller, name, args))
 }
 
 // callResult encodes a tools/call's outcome: its result, or the JSON-RPC
@@ -641,12 +643,19 @@ func (e *Engine) shuttingDown(ctx context.Context) bool {
 // JSON-RPC error for a submission that failed inside its turn (docs/SPEC.md
 // §3.2). It is the one place session errors map to the wire.
 func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, args []byte) toolOutcome {
+	return e.runToolIn(ctx, nil, caller, name, args)
+}
+
+// runToolIn is runTool with the catalog already read (nil: read it).
+func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller ports.Caller, name string, args []byte) toolOutcome {
 	if e.shuttingDown(ctx) {
 		return errShutdownResult
 	}
-	cat, err := e.catalog(ctx)
-	if err != nil {
-		return toolError(domain.ClientMessage(err))
+	if cat == nil {
+		var err error
+		if cat, err = e.catalog(ctx); err != nil {
+			return toolError(domain.ClientMessage(err))
+		}
 	}
 	if cat.IsSubmit(name) {
 		prompt, ok := domain.SubmitPrompt(args)

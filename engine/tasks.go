@@ -439,10 +439,9 @@ var missingTasksData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"
 // task: a client that declared the extension already polls, and a
 // short-wait shortcut would make the answer's shape depend on timing
 // (docs/SPEC.md §11).
-func (e *Engine) callAsTask(ctx context.Context, p *peer, in *inbound, name string, args []byte) (reply, bool) {
-	cat, err := e.catalog(ctx)
-	if err != nil {
-		return reply{}, false // answered by the plain path, which reads it again
+func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name string, args []byte) (reply, bool) {
+	if cat == nil {
+		return reply{}, false // the catalog failed: the plain path answers
 	}
 	support := cat.TaskSupport(name)
 	if support == domain.TaskForbidden || support == "" {
