@@ -21,27 +21,38 @@ var commandLine = &command{
 		{
 			name:    "serve",
 			summary: "Serve the reference workspace session as an MCP server over a carrier",
-			about: `The reference session offers list_dir, read_file, search_text and write_file
-over --root DIR, and the submission tool (agent_submit unless --submit-name
-says otherwise), which is refused until a model backend is configured.
+			about: `The reference session offers list_dir, read_file, search_text, find_files,
+write_file and edit_file over --root DIR, and the submission tool
+(agent_submit unless --submit-name says otherwise), which is refused until a
+model backend is configured.
 
 --model NAME turns on the agent behind the submission tool, on any
 OpenAI-compatible Chat Completions endpoint: --model-url URL (default
 $OPENAI_BASE_URL, else https://api.openai.com/v1; Ollama:
 http://127.0.0.1:11434/v1), the key from OPENAI_API_KEY only,
 --system-prompt-file PATH to replace its system prompt, --max-turns N for
-the turns run at once (one per principal's conversation; default 4). Without
+the turns run at once (one per principal's conversation; default 4). Its
+conversations are kept in --state-dir DIR (default
+$XDG_STATE_HOME/agentmcp), or in memory only with --ephemeral. Without
 --model the submission tool is refused.
 
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (elicitation, or input-required rounds). Turn it on only
 when you trust whoever can reach the carrier to approve the session's tool
 calls: an approval lets the session write files under DIR. Over HTTP only
-2026-07-28 clients can be asked; the start-up log says who can approve.`,
+2026-07-28 clients can be asked; the start-up log says who can approve.
+
+
+--allow-commands adds run_command: one shell command per approval, in DIR,
+sandboxed with Landlock (writes only under DIR and a private temporary
+directory). Where the kernel has no Landlock it refuses to start unless
+--no-sandbox is also given.`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
 		},
+		recordCommand,
+		conversationsCommand,
 		versionCommand,
 		helpCommand,
 	},

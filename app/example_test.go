@@ -67,8 +67,8 @@ func (n *notes) Submit(ctx context.Context, prompt string, caller ports.Caller) 
 
 // The engine alone: one stateless exchange, as an HTTP framing of your own
 // would hand it a request body.
-func ExampleNewEngine() {
-	eng, err := app.NewEngine(&notes{}, engine.Options{Name: "notes", Version: "1.0.0"})
+func Example_engine() {
+	eng, err := engine.New(&notes{}, engine.Options{Name: "notes", Version: "1.0.0"})
 	if err != nil {
 		panic(err)
 	}
@@ -109,13 +109,13 @@ func Example_stdio() {
 	fmt.Println(answers.Text())
 
 	serverIn.Close() // the client closes stdin: the carrier ends cleanly
-	fmt.Println("wait:", t.Wait())
-	fmt.Println("shutdown:", eng.Shutdown(context.Background()))
+	// Run waits for the carrier to end (here it has: the end of input),
+	// stops it and shuts the engine down; a host passes its signal context.
+	fmt.Println("run:", eng.Run(context.Background(), t))
 	// Output:
 	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"I have 0 notes. You said: hello"}]}}
-	// wait: <nil>
-	// shutdown: <nil>
+	// run: <nil>
 }
 
 // The loopback Streamable HTTP host: 127.0.0.1 only, a bearer token minted
@@ -129,10 +129,10 @@ func Example_loopbackHTTP() {
 	if err != nil {
 		panic(err)
 	}
-	ep, err := host.Start(context.Background())
-	if err != nil {
+	if err := host.Start(context.Background()); err != nil {
 		panic(err)
 	}
+	ep := host.Endpoint() // the URL and the token, once started
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -195,8 +195,7 @@ func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := host.Start(t.Context())
-	if err != nil {
+	if err := host.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -204,7 +203,7 @@ func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access
 		defer cancel()
 		_ = host.Stop(ctx)
 	})
-	return addr.String()
+	return host.Addr().String()
 }
 
 // postMCP posts body to the remote host at addr as its public host would
@@ -212,7 +211,16 @@ func startRemote(t *testing.T, eng *engine.Engine, audit ports.AuditSink, access
 // header's extra fields; it returns the response and its body.
 func postMCP(t *testing.T, addr, token, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+addr+"/team/agent/mcp", strings.NewReader(body))
+	return remoteDo(t, "POST", "http://"+addr+"/team/agent/mcp", token, body, header)
+}
+
+// remoteDo sends a method request with body to url as the remote host's
+// public host would forward it (Host mcp.example.test), with token as the
+// bearer credential ("" sends none) and header's extra fields; it returns
+// the response and its body.
+func remoteDo(t *testing.T, method, url, token, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	req.Host = "mcp.example.test"
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -270,23 +278,11 @@ func TestServeRemoteCLI(t *testing.T) {
 	}
 	go io.Copy(io.Discard, pr)
 	do := func(method, target, token, xff string) (*http.Response, string) {
-		req, _ := http.NewRequest(method, "http://"+line+target, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Host = "mcp.example.test"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+		var header map[string]string
 		if xff != "" {
-			req.Header.Set("X-Forwarded-For", xff)
+			header = map[string]string{"X-Forwarded-For": xff}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return remoteDo(t, method, "http://"+line+target, token, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, header)
 	}
 	resp, body := do("GET", "/.well-known/oauth-protected-resource/team/agent/mcp", "", "")
 	wantDoc := `{"resource":"` + remotePublicURL + `","authorization_servers":["https://issuer.example.test"],"scopes_supported":["mcp:tools","mcp:submit"],"bearer_methods_supported":["header"]}`

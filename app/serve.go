@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
@@ -28,10 +30,15 @@ type serveFlags struct {
 
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
+	store                             *storeFlags // its conversations
 	maxTurns                          *int
+	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
 
 	carrier string // the serve command's name ("stdio", "http", ...), set by check
+
+	// run_command (docs/SPEC.md §9 "Commands").
+	allowCommands, noSandbox *bool
 }
 
 // addServeFlags registers the flags every "agentmcp serve" command takes on
@@ -49,10 +56,16 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		store:            addStoreFlags(fs),
 		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
+		approvalTimeout: fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a turn's permission prompt or question waits for "+
+			"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
+		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
+			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
+		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
 	}
 }
 
@@ -120,8 +133,13 @@ func (f *serveFlags) instructions() string {
 	if *f.model == "" {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
+	changers := "write_file and edit_file change a file and need"
+	if *f.allowCommands {
+		changers = "write_file and edit_file change a file and run_command runs a shell command in the workspace; each needs"
+	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
-		"You can also call the workspace tools directly: list_dir, read_file and search_text only read; write_file replaces a file and needs the user's approval, which the server asks for when it can (otherwise the write is refused). " +
+		"You can also call the workspace tools directly: list_dir, read_file, search_text and find_files only read; " + changers +
+		" the user's approval, which the server asks for when it can (otherwise the call is refused). " +
 		"Paths are relative to the workspace root."
 }
 
@@ -133,10 +151,17 @@ const maxSystemPromptBytes = 64 << 10
 // workspace.
 type servedSession struct {
 	ports.Session
-	ws *workspace.Session
+	ws    *workspace.Session
+	store *openedStore // the agent's conversations; nil without --model
 }
 
-func (s *servedSession) Close() error { return s.ws.Close() }
+func (s *servedSession) Close() error {
+	err := s.ws.Close()
+	if s.store != nil {
+		err = errors.Join(err, s.store.close())
+	}
+	return err
+}
 
 // served is what every serve command serves: the session and the one
 // engine its carrier takes.
@@ -166,8 +191,8 @@ func (f *serveFlags) open(logger *slog.Logger) (*served, bool) {
 	return &served{session: s, eng: eng, logger: logger}, true
 }
 
-// close shuts the engine down (after the carrier has stopped: what is left
-// are calls parked in input-required rounds) and closes the session.
+// close shuts the engine down (a no-op after [served.run], which did; else
+// after a failed start, when no carrier is left) and closes the session.
 func (s *served) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
@@ -182,12 +207,17 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns) {
-		logger.Error("--model-url, --system-prompt-file and --max-turns configure the agent, which --model turns on: add --model NAME")
+	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns ||
+		*f.approvalTimeout != agent.DefaultApprovalTimeout || *f.store.stateDir != "" || *f.store.ephemeral) {
+		logger.Error("--model-url, --system-prompt-file, --max-turns, --approval-timeout, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
 		return nil, false
 	}
 	if *f.maxTurns < 1 {
 		logger.Error("--max-turns must be at least 1")
+		return nil, false
+	}
+	if *f.approvalTimeout <= 0 || *f.approvalTimeout > agent.DefaultTurnTimeout {
+		logger.Error("--approval-timeout must be more than 0 and at most " + agent.DefaultTurnTimeout.String())
 		return nil, false
 	}
 	var systemPrompt string
@@ -199,7 +229,11 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 		}
 		systemPrompt = b
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger})
+	cmds, ok := f.commands(logger)
+	if !ok {
+		return nil, false
+	}
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
@@ -223,9 +257,24 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns, Logger: logger})
+	root, err := realRoot(*f.root)
 	if err != nil {
 		ws.Close()
+		logger.Error("cannot resolve the workspace root", "err", err)
+		return nil, false
+	}
+	store, err := f.store.open(logger)
+	if err != nil {
+		ws.Close()
+		logger.Error("cannot open the conversation store: " + err.Error())
+		return nil, false
+	}
+	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
+		ApprovalTimeout: *f.approvalTimeout, Logger: logger,
+		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
+	if err != nil {
+		ws.Close()
+		store.close()
 		logger.Error("cannot start the agent", "err", err)
 		return nil, false
 	}
@@ -246,8 +295,36 @@ func (f *serveFlags) openSession(logger *slog.Logger) (*servedSession, bool) {
 	if !*f.noModelProbe {
 		probeModel(context.Background(), http.DefaultTransport, d.Endpoint, key, logger)
 	}
-	return &servedSession{Session: a, ws: ws}, true
+	return &servedSession{Session: a, ws: ws, store: store}, true
 }
+
+// commands configures run_command from --allow-commands and --no-sandbox:
+// nil without --allow-commands; sandboxed with Landlock unless
+// --no-sandbox. Where the kernel offers no Landlock, --allow-commands
+// alone fails start-up with one line that says so and names --no-sandbox.
+func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
+	switch {
+	case !*f.allowCommands && *f.noSandbox:
+		logger.Error("--no-sandbox configures run_command, which --allow-commands turns on: add --allow-commands")
+		return nil, false
+	case !*f.allowCommands:
+		return nil, true
+	case *f.noSandbox:
+		logger.Warn("run_command is on WITHOUT a sandbox (--no-sandbox): an approved command can do whatever this user can")
+		return &workspace.Commands{}, true
+	}
+	abi, err := landlockAvailable()
+	if err != nil {
+		logger.Error("--allow-commands sandboxes commands with Landlock, and " + err.Error() + ": add --no-sandbox to run them without a sandbox")
+		return nil, false
+	}
+	logger.Info("run_command is on, sandboxed with Landlock", "abi", abi)
+	return &workspace.Commands{Sandbox: landlock.Wrap}, true
+}
+
+// landlockAvailable is landlock.Available; tests replace it to play a
+// kernel without Landlock.
+var landlockAvailable = landlock.Available
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
 // most 64 KiB.
@@ -277,18 +354,14 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
-// running is a started carrier, as the CLI drives it.
-type running interface {
-	Wait() error
-	Stop(ctx context.Context) error
-}
-
-// stopGrace bounds the CLI's Stop: every carrier's own Stop returns within
-// 5 s (docs/SPEC.md §3); the margin only guards against one that would not.
-const stopGrace = 6 * time.Second
+// stopGrace bounds the CLI's own stops (a carrier whose start-up it
+// abandons, the engine's Shutdown at exit): every carrier's Stop returns
+// within 5 s (docs/SPEC.md §3); the margin only guards against one that
+// would not.
+const stopGrace = engine.StopTimeout + time.Second
 
 // stop stops c, logging a Stop that did not finish cleanly.
-func stop(c running, logger *slog.Logger) {
+func stop(c engine.Carrier, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	if err := c.Stop(ctx); err != nil {
@@ -296,21 +369,14 @@ func stop(c running, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone waits until c ends on its own (exit 0, or 1 with the
-// failure logged) or ctx ends — SIGINT or SIGTERM — and then stops it (exit
-// 0: calls in flight are answered "server is shutting down").
-func serveUntilDone(ctx context.Context, c running, logger *slog.Logger) int {
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Error("carrier failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-		stop(c, logger)
-		return 0
+// run serves on the started carrier c until it ends on its own (exit 0, or
+// 1 with the failure logged) or ctx ends — SIGINT or SIGTERM — then stops
+// it and shuts the engine down ([engine.Engine.Run]; exit 0: calls in
+// flight are answered "server is shutting down").
+func (s *served) run(ctx context.Context, c engine.Carrier) int {
+	if err := s.eng.Run(ctx, c); err != nil {
+		s.logger.Error("carrier failed", "err", err)
+		return 1
 	}
+	return 0
 }

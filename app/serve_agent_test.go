@@ -166,6 +166,9 @@ func TestServeModelFlagErrors(t *testing.T) {
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", filepath.Join(t.TempDir(), "missing")},
 		{"--max-turns", "2"},
 		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--max-turns", "0"},
+		{"--approval-timeout", "1s"},
+		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--approval-timeout", "0s"},
+		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--approval-timeout", "31m"},
 	} {
 		var stderr syncbuf.Buffer
 		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, args...), strings.NewReader(""), io.Discard, &stderr)

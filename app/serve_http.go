@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
@@ -108,14 +109,14 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 
-	ep, err := host.Start(ctx)
-	if err != nil {
-		if errors.Is(err, httploopback.ErrStopped) || ctx.Err() != nil {
+	if err := host.Start(ctx); err != nil {
+		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
+	ep := host.Endpoint()
 	if tf.token != ep.Token {
 		if err := tf.write(ep.Token); err != nil {
 			logger.Error("cannot write the token file", "err", err)
@@ -130,5 +131,5 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 	}
 	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root, "tokenFile", tf.path, "token", tokenNote)
 
-	return serveUntilDone(ctx, host, logger)
+	return srv.run(ctx, host)
 }

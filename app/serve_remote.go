@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -52,9 +53,10 @@ believed; without one, every client behind a local proxy shares one
 throttle budget.
 
 With --model, each admitted principal (issuer, subject and client) has a
-conversation of its own: one never sees another's turns (at most 64 are kept,
-the least recently used dropped first). Turns still run one at a time over
-the one workspace.
+conversation of its own: one never sees another's turns (kept in
+--state-dir, at most --max-conversations, the least recently updated dropped
+first). Their turns run side by side, at most --max-turns at once, over the
+one workspace.
 
 --ask-client sends the session's permission and ask prompts to the MCP client
 that made the call (input-required rounds, modern clients only). Turn it on
@@ -123,18 +125,18 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return 1
 	}
 
-	addr, err := host.Start(ctx)
-	if err != nil {
-		if errors.Is(err, httpremote.ErrStopped) || ctx.Err() != nil {
+	if err := host.Start(ctx); err != nil {
+		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
+	addr := host.Addr()
 	fmt.Fprintln(inv.stdout, addr.String())
 	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 
-	return serveUntilDone(ctx, host, logger)
+	return srv.run(ctx, host)
 }
 
 // auditWriter is the CLI's audit sink: one line per refused request,

@@ -6,6 +6,7 @@ import (
 	"flag"
 
 	"github.com/agentmcp/agentmcp/adapters/stdio"
+	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveStdioCommand is "agentmcp serve stdio [flags]": the reference
@@ -43,12 +44,12 @@ func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 		return 1
 	}
 	if err := t.Start(ctx); err != nil {
-		if errors.Is(err, stdio.ErrInputClosed) {
+		if errors.Is(err, engine.ErrInputClosed) {
 			return 0
 		}
 		logger.Error("start failed", "err", err)
 		return 1
 	}
 	logger.Info("serving MCP on stdio", "root", *common.root)
-	return serveUntilDone(ctx, t, logger)
+	return srv.run(ctx, t)
 }

@@ -64,5 +64,5 @@ func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path st
 	}
 	fmt.Fprintln(inv.stdout, path)
 	logger.Info("serving MCP on a Unix socket", "socket", path, "root", *common.root)
-	return serveUntilDone(ctx, s, logger)
+	return srv.run(ctx, s)
 }

@@ -153,7 +153,7 @@ for rev in "${legs[@]}"; do
 	fi
 done
 
-# The tasks extension's scenarios (docs/SPEC.md §11) are in no requirement
+# The tasks extension's scenarios (docs/SPEC.md §13) are in no requirement
 # set: they run one by one, on a fresh fixture, against the same
 # baseline.yml. A scenario with a check that fails unexpectedly (or a stale
 # baseline entry) fails the run. tasks-status-notifications is left out: the

@@ -23,7 +23,7 @@ type Tool struct {
 	// Annotations are the tool's behaviour hints; nil leaves them out.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
 	// TaskSupport says whether a call of the tool may run as an MCP task
-	// (docs/SPEC.md §11); "" means TaskForbidden. It is not part of the
+	// (docs/SPEC.md §13); "" means TaskForbidden. It is not part of the
 	// 2026-07-28 Tool: the engine decides from it which calls become tasks.
 	TaskSupport TaskSupport `json:"-"`
 }

@@ -20,11 +20,16 @@ import (
 // (a file the call writes or reads) the value is rendered by [PathExcerpt],
 // which always shows its final element whole, so the person sees which file
 // they approve (docs/SPEC.md §6 "Forms").
+// When Lines is set (a diff, a shell command), Value is shown as a block:
+// each line on a line of its own, quoted and escaped like an excerpt (so no
+// line of it can pass for the dialog's own text), at most MaxLines lines,
+// then a count of the lines left out.
 type Argument struct {
 	Name     string
 	Value    string
 	Contents bool
 	Path     bool
+	Lines    bool
 }
 
 // MaxExcerpt bounds each quoted excerpt in a prompt message, in characters.
@@ -42,6 +47,23 @@ const (
 	pathTail    = 160
 	maxPathTail = 1024
 )
+
+// MaxLines bounds the lines of a Lines argument shown in a prompt message.
+const MaxLines = 60
+
+// Fits reports whether s is shown whole as a Lines argument: at most
+// MaxLines lines of at most MaxExcerpt characters each. A session that must
+// show a value exactly (a command to approve) refuses one that does not fit.
+func Fits(s string) bool {
+	n := 0
+	for line := range strings.SplitSeq(s, "\n") {
+		n++
+		if n > MaxLines || utf8.RuneCountInString(line) > MaxExcerpt {
+			return false
+		}
+	}
+	return true
+}
 
 // Form is an MCP form-mode elicitation (elicitation/create params without
 // mode): the message shown to the user and the flat schema of the answer.
@@ -143,8 +165,21 @@ func describeArgument(a Argument) string {
 		return fmt.Sprintf("%s: %d bytes, SHA-256 %s", Excerpt(a.Name), len(a.Value), hex.EncodeToString(sum[:]))
 	case a.Path:
 		return Excerpt(a.Name) + ": " + PathExcerpt(a.Value)
+	case a.Lines:
+		var b strings.Builder
+		b.WriteString(Excerpt(a.Name) + ":")
+		lines := strings.Split(a.Value, "\n")
+		for i, line := range lines {
+			if i == MaxLines {
+				fmt.Fprintf(&b, "\n  … %d more lines", len(lines)-MaxLines)
+				break
+			}
+			b.WriteString("\n  " + Excerpt(line))
+		}
+		return b.String()
+	default:
+		return Excerpt(a.Name) + ": " + Excerpt(a.Value)
 	}
-	return Excerpt(a.Name) + ": " + Excerpt(a.Value)
 }
 
 func agentLine(agent string) string {

@@ -69,6 +69,16 @@ func envelopeOf(t *testing.T, m map[string]any) string {
 	return r["content"].([]any)[0].(map[string]any)["text"].(string)
 }
 
+// wantDenied reads c's next message and fails unless it is a completed
+// call whose envelope carries the permission error: the prompt settled
+// closed. what names the case in the failure.
+func wantDenied(t *testing.T, c *client, what string) {
+	t.Helper()
+	if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
+		t.Errorf("%s: %s, want the prompt settled closed", what, got)
+	}
+}
+
 func askEngine(t *testing.T, opts engine.Options) (*engine.Engine, *fake.Session) {
 	s := fake.New()
 	opts.AskClient = true
@@ -112,9 +122,7 @@ func TestRoundsDenials(t *testing.T) {
 		c.send(writeCall("1", ""))
 		st := state(t, c.recv())
 		c.send(writeCall("2", `,"requestState":"`+st+`","inputResponses":{"prompt":`+answer+`}`))
-		if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
-			t.Errorf("answer %s: %s, want the permission error", answer, got)
-		}
+		wantDenied(t, c, "answer "+answer)
 	}
 }
 
@@ -178,23 +186,17 @@ func TestRoundsNeedTheElicitationCapability(t *testing.T) {
 	e, _ := askEngine(t, engine.Options{})
 	c := newClient(t, e)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + modernNoElicit + `,"name":"write","arguments":{"text":"x"}}}`)
-	if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
-		t.Errorf("client without elicitation: %s, want the prompt settled closed", got)
-	}
+	wantDenied(t, c, "client without elicitation")
 	url := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}`
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + url + `,"name":"write","arguments":{"text":"x"}}}`)
-	if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
-		t.Errorf("client with URL elicitation only: %s, want closed", got)
-	}
+	wantDenied(t, c, "client with URL elicitation only")
 }
 
 func TestAskClientOffSettlesClosed(t *testing.T) {
 	e, _ := engine.New(fake.New(), engine.Options{})
 	c := newClient(t, e)
 	c.send(writeCall("1", ""))
-	if got := envelopeOf(t, c.recv()); !strings.Contains(got, "Permission denied") {
-		t.Errorf("AskClient off: %s", got)
-	}
+	wantDenied(t, c, "AskClient off")
 }
 
 func TestRoundsExpireAfterTheirLifetime(t *testing.T) {
@@ -313,9 +315,7 @@ func TestRoundBounds(t *testing.T) {
 	}
 	o := newClient(t, e)
 	o.send(writeCall("1", ""))
-	if got := envelopeOf(t, o.recv()); !strings.Contains(got, "Permission denied") {
-		t.Errorf("a new principal at the host bound: %s, want the prompt settled closed", got)
-	}
+	wantDenied(t, o, "a new principal at the host bound")
 }
 
 func TestCancelledRetryAbandonsTheCall(t *testing.T) {

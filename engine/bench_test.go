@@ -81,7 +81,7 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 
 // BenchmarkTasksGetExchange measures one 2026-07-28 tasks/get of a completed
 // agent_submit task through the stateless entry point, to set beside
-// BenchmarkToolsCallExchange (docs/SPEC.md §11: a polling client should cost
+// BenchmarkToolsCallExchange (docs/SPEC.md §13: a polling client should cost
 // about what a plain call does).
 func BenchmarkTasksGetExchange(b *testing.B) {
 	e, err := engine.New(fake.New(), engine.Options{})
@@ -109,6 +109,25 @@ func BenchmarkTasksGetExchange(b *testing.B) {
 		}
 		runtime.Gosched()
 	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); r.Kind != engine.Answered {
+			b.Fatalf("kind %d: %s", r.Kind, r.Body)
+		}
+	}
+}
+
+// BenchmarkLegacyToolsCallExchange measures one 2025-era tools/call through
+// Exchange: the modern path's work plus its entry in the registry that a
+// later notifications/cancelled reaches (flights.go).
+func BenchmarkLegacyToolsCallExchange(b *testing.B) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello world"}}}`)
+	h := engine.Headers{ProtocolVersion: "2025-11-25", HasProtocolVersion: true}
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); r.Kind != engine.Answered {

@@ -362,7 +362,7 @@ func (c *conn) frame(f frame) {
 	case !jsonrpc.Valid(line):
 		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse))
 	case jsonrpc.FirstByte(line) == '[':
-		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, nil, c)
+		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, 0, c)
 	default:
 		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
 	}
@@ -532,11 +532,7 @@ func (c *conn) route(m jsonrpc.Message) {
 		c.response(&m)
 		return
 	}
-	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
-		return
-	}
-	raw, _ := jsonrpc.Lookup(mustMembers(m.Params), "requestId")
-	i, ok := jsonrpc.ParseID(raw)
+	i, ok := cancelledID(&m)
 	if !ok {
 		return
 	}
@@ -669,7 +665,7 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 		}
 	}
 	if id, ok := relatedTask(ctx); ok {
-		params.Meta = relatedTaskMeta(id) // a 2025-11-25 task's prompt (docs/SPEC.md §11)
+		params.Meta = relatedTaskMeta(id) // a 2025-11-25 task's prompt (docs/SPEC.md §13)
 	}
 	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
 	c.write(req)

@@ -19,12 +19,19 @@
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
+// Every carrier has the one lifecycle of [Carrier] (carrier.go:
+// Start / Stop / Wait, the shared lifecycle errors, and [Engine.Run], which
+// stops the carriers and then shuts the engine down). The engine knows no
+// HTTP: a carrier hands it normalised header values and maps its [Outcome]
+// kinds to its own terms.
+//
 // JSON text in and out (frames, members, ids, messages, responses, the line
 // reader) is internal/jsonrpc's. The files follow the concerns: codec.go
 // (the error codes and Error, named for the engine's users), handle.go (the
 // pipeline and the methods), conn.go (connections), exchange.go (stateless
 // exchanges), caller.go (the Caller a session gets), rounds.go
-// (input-required rounds), tasks.go (the 2026-07-28 tasks extension).
+// (input-required rounds), carrier.go (the carrier lifecycle), tasks.go (the
+// 2026-07-28 tasks extension).
 package engine
 
 import (
@@ -38,6 +45,8 @@ import (
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Options configures an Engine. The zero value of each field means its
@@ -65,7 +74,7 @@ type Options struct {
 	// elicitation's wait; zero means 30 min, the most allowed.
 	RoundLifetime time.Duration
 	// Tasks bounds and times the 2026-07-28 tasks extension's tasks
-	// (docs/SPEC.md §11).
+	// (docs/SPEC.md §13).
 	Tasks TaskOptions
 	// Logger receives operational logs (never tokens, arguments or
 	// answers); nil discards. Carriers built on this engine log to it too
@@ -105,8 +114,11 @@ type Engine struct {
 	rounds        *roundStore
 	roundLifetime time.Duration
 
-	// tasks holds the tasks extension's tasks (docs/SPEC.md §11).
+	// tasks holds the tasks extension's tasks (docs/SPEC.md §13).
 	tasks *taskStore
+	// flights are the legacy tools/calls exchanges serve, for a later
+	// exchange's notifications/cancelled (flights.go).
+	flights httpFlights
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on
@@ -132,10 +144,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	case ttl < 0:
 		ttl = 0
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := logs.OrDiscard(opts.Logger)
 	name, version := opts.Name, opts.Version
 	if name == "" {
 		name = "agentmcp"
@@ -185,7 +194,8 @@ func (e *Engine) Validate(ctx context.Context) error {
 // repeat and to call concurrently.
 //
 // Carriers own their listeners and connections: stop them first (their Stop
-// answers what they can still write), then shut the engine down.
+// answers what they can still write), then shut the engine down;
+// [Engine.Run] does both in that order.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	first := !e.stopped

@@ -7,11 +7,13 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Headers are the Streamable HTTP request headers that the modern revision
-// compares with the body (docs/SPEC.md §4; MCP 2026-07-28 "Standard
-// headers"). Values are as received; the engine trims them and decodes
-// =?base64?…?= itself. A header sent more than once is joined with commas,
-// so it can only mismatch.
+// Headers are what a carrier read beside a modern request that must mirror
+// its body (docs/SPEC.md §4; MCP 2026-07-28 "Standard headers"): the
+// protocol version, the method and a tools/call's tool name, each with
+// whether it was sent at all. Values are normalised by the carrier, which
+// knows its own encoding (Streamable HTTP: trimmed, =?base64?…?= decoded,
+// repeats joined with commas); the engine compares them with the body byte
+// for byte.
 type Headers struct {
 	ProtocolVersion, Method, Name          string
 	HasProtocolVersion, HasMethod, HasName bool
@@ -37,11 +39,18 @@ type ExchangeOptions struct {
 	Notify func(msg []byte)
 	// MaxBatch bounds a 2025-03-26 batch; default 16.
 	MaxBatch int
-	// AdmitBatch, when set, is called once a batch's element count n is
-	// known, before any element runs: it returns how many elements may run
-	// at once (the in-flight slots the framing could take for it), or 0 to
-	// refuse the batch (the kind is then Busy). nil runs them all at once.
-	AdmitBatch func(n int) int
+	// BatchConcurrency bounds how many elements of a batch run at once;
+	// 0 (or at least the batch's size) runs them all at once. A carrier
+	// that lends each element a resource (Streamable HTTP: an in-flight
+	// slot) sizes it with [BatchSize] before the exchange.
+	BatchConcurrency int
+	// EndsWithEngine says ctx already ends when the engine shuts down: it
+	// derives from [Engine.BaseContext]. Exchange then arranges nothing
+	// for it; otherwise it binds the call to the engine's end itself (a
+	// derived context and an AfterFunc per request). A carrier sets it
+	// from what it knows when it is built (streamable's Server-made
+	// Handler), never by looking at ctx: when unsure, leave it false.
+	EndsWithEngine bool
 	// Principal is who sent the request: the zero Principal on the loopback
 	// host, the admitted token's issuer, subject and client on the remote
 	// one. It binds input-required rounds (docs/SPEC.md §6: never shared
@@ -49,25 +58,23 @@ type ExchangeOptions struct {
 	Principal ports.Principal
 }
 
-// baseKey marks a context made by BaseContext.
-type baseKey struct{}
-
 // BaseContext returns a context that ends when parent ends or the engine
 // shuts down (with cause [ErrShuttingDown]). A carrier that parents its
 // requests' contexts on it — streamable.Server gives it to net/http as
-// every connection's base — spares [Engine.Exchange] arranging the same per
-// request. The returned context stays registered with the engine until
-// parent or the engine ends.
+// every connection's base — and says so ([ExchangeOptions].EndsWithEngine)
+// spares [Engine.Exchange] arranging the same per request. The returned
+// context stays registered with the engine until parent or the engine ends.
 func (e *Engine) BaseContext(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	context.AfterFunc(e.base, func() { cancel(ErrShuttingDown) })
-	return context.WithValue(ctx, baseKey{}, e)
+	return ctx
 }
 
 // exchange is the carrier of one stateless exchange (a Streamable HTTP
 // POST): its peer and the inbound of its single message, allocated
 // together, and what the request's headers said. It keeps nothing between
-// requests: no negotiation, no in-flight ids, no responses to route. It is
+// requests: no negotiation, no responses to route; its legacy tools/call
+// is in the engine's registry while it runs (flights.go). It is
 // one allocation per request; at 752 bytes it stays in the 768-byte size
 // class with the runtime's 8-byte header (BenchmarkToolsCallExchange's
 // B/op shows a field more).
@@ -86,7 +93,6 @@ type exchange struct {
 }
 
 func (x *exchange) headers() *Headers                { return &x.hdr }
-func (x *exchange) route(jsonrpc.Message)            {} // over HTTP a disconnect is the cancellation
 func (x *exchange) inFlight(jsonrpc.ID) bool         { return false }
 func (x *exchange) atBound() bool                    { return false }
 func (x *exchange) negotiated() bool                 { return false }
@@ -97,11 +103,35 @@ func (x *exchange) parkedOn(jsonrpc.ID, *parkedCall) {}
 // MCP-Protocol-Version, else 2025-03-26. It is read from the header when
 // needed (once per request), not kept: a bigger exchange would cost a
 // bigger allocation on every request.
-func (x *exchange) legacyVersion() string {
-	if x.hdr.HasProtocolVersion {
-		return headerValue(x.hdr.ProtocolVersion)
+func (x *exchange) legacyVersion() string { return legacyVersionOf(&x.hdr) }
+
+// legacyVersionOf is the revision a legacy request with headers h is in.
+func legacyVersionOf(h *Headers) string {
+	if h.HasProtocolVersion {
+		return h.ProtocolVersion
 	}
 	return defaultLegacyVersion
+}
+
+// BatchSize is how many elements Exchange would run for body, a request
+// with headers h, given maxBatch (the option's default when 0 or less):
+// the element count of a 2025-03-26 batch Exchange accepts, or 0 for any
+// body it answers without running a batch — a single message, anything
+// that is not valid JSON, a batch in a revision without batches, an empty
+// batch, one over maxBatch (docs/SPEC.md §4). It reads body once and keeps
+// nothing; Exchange checks the same again. A carrier calls it to take
+// per-element resources before the exchange (Streamable HTTP: its
+// in-flight slots, docs/SPEC.md §5.2) without changing what an invalid
+// batch is answered.
+func BatchSize(body []byte, h Headers, maxBatch int) int {
+	if jsonrpc.FirstByte(body) != '[' {
+		return 0
+	}
+	n, ok := jsonrpc.ArrayLen(body)
+	if !ok || batchRefused(legacyVersionOf(&h), n, maxBatch) != nil {
+		return 0
+	}
+	return n
 }
 
 // binding binds an exchange's rounds to its principal, encoded only when a
@@ -127,11 +157,21 @@ func (x *exchange) run(p *peer, in *inbound, inBatch bool, to sink) {
 			p.batchSlots <- struct{}{}
 			defer func() { <-p.batchSlots }()
 		}
-		to.deliver(x.e.serve(x.ctx, p, in, nil))
+		to.deliver(x.e.serveExchange(x.ctx, p, in))
 	}) {
 		return
 	}
-	to.deliver(x.e.serve(x.ctx, p, in, nil))
+	to.deliver(x.e.serveExchange(x.ctx, p, in))
+}
+
+// route takes a message that is not a request: a notifications/cancelled
+// reaches the sender's own legacy tools/call with that id (see
+// httpFlights); anything else is dropped (a response has no request of
+// ours to answer over a stateless exchange).
+func (x *exchange) route(m jsonrpc.Message) {
+	if m.HasMethod {
+		x.e.cancelExchange(x.peer.principal, &m)
+	}
 }
 
 // deliver takes the single message's answer: handle gives it on Exchange's
@@ -150,11 +190,13 @@ func (c replies) deliver(r reply) { c <- r }
 // answered without keeping state.
 //
 // ctx is the request's: when it ends (the client went away) the call is
-// cancelled and the kind is Cancelled; when the carrier cancels it with
+// cancelled and the kind is Cancelled, as it is when a later body of the
+// same principal's, notifications/cancelled naming a legacy tools/call's
+// id, cancels it (docs/SPEC.md §3 "Cancellation"); when the carrier cancels it with
 // cause [ErrShuttingDown], or the engine shuts down, a tools/call answers
 // "server is shutting down". Kinds map to Streamable HTTP statuses as
 // docs/SPEC.md §4 says: Answered 200, Accepted 202, Invalid 400,
-// UnknownMethod 404, Busy 503; Cancelled writes nothing.
+// UnknownMethod 404; Cancelled writes nothing.
 func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions) Reply {
 	if jsonrpc.FirstByte(body) != '{' && !jsonrpc.Valid(body) { // an object is validated as it is read
 		return Reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse)}
@@ -162,7 +204,7 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 	// The call ends with the request or with the engine, whichever first:
 	// a carrier that built its requests' contexts on BaseContext has that
 	// already; otherwise it is arranged here, for this request.
-	if ctx.Value(baseKey{}) != e {
+	if !opts.EndsWithEngine {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -180,12 +222,8 @@ func (e *Engine) Exchange(ctx context.Context, body []byte, opts ExchangeOptions
 		e.handle(p, body, false, x) // a single message is answered on this goroutine
 		out = x.out
 	case '[':
-		max := opts.MaxBatch
-		if max <= 0 {
-			max = 16
-		}
 		done := make(replies, 1)
-		e.handleBatch(p, body, max, opts.AdmitBatch, done)
+		e.handleBatch(p, body, opts.MaxBatch, opts.BatchConcurrency, done)
 		out = <-done
 	default:
 		out = reply{Invalid, jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message"))}

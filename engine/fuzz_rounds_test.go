@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
-	"github.com/agentmcp/agentmcp/internal/transcript"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 const roundMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`

@@ -13,8 +13,8 @@ import (
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
-	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 // boundedSession is the fake session with its progress tool capped at 16

@@ -32,9 +32,6 @@ const (
 	// Cancelled: the client cancelled the request or went away; nothing is
 	// written (docs/SPEC.md §3 "Cancellation").
 	Cancelled
-	// Busy: a batch whose in-flight slots the framing could not take;
-	// nothing ran (HTTP 503).
-	Busy
 )
 
 // reply is the engine's answer to one message.
@@ -67,8 +64,9 @@ type peer struct {
 // only MCP). A connection (*conn, ServeConn) negotiates once, has an
 // in-flight id space, serves every request on its own goroutine and takes
 // responses and notifications; an exchange (*exchange, Exchange) keeps
-// nothing, serves a single message on the caller's goroutine and drops
-// what is not a request (over HTTP a disconnect is the cancellation).
+// nothing of its own, serves a single message on the caller's goroutine and
+// drops what is not a request, except notifications/cancelled, which
+// reaches the engine's registry of legacy calls in flight (flights.go).
 type carrier interface {
 	// legacyVersion is the revision in force for a legacy request.
 	legacyVersion() string
@@ -213,31 +211,21 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 
 // handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
 // element through handle, answered with one array once every element is
-// done, or nothing when no element had an answer (docs/SPEC.md §4). admit,
-// when set, is asked how many elements may run at once (0: Busy).
-func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) int, to sink) {
-	if !batchesAllowed(p.carrier.legacyVersion()) {
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batches are only part of protocol revision "+defaultLegacyVersion)))
+// done, or nothing when no element had an answer (docs/SPEC.md §4). At
+// most concurrency elements run at once (0: all).
+func (e *Engine) handleBatch(p *peer, frame []byte, max, concurrency int, to sink) {
+	version := p.carrier.legacyVersion()
+	if !batchesAllowed(version) { // refused before the array is split
+		to.deliver(invalid(jsonrpc.ID{}, batchRefused(version, 0, max)))
 		return
 	}
 	elems := jsonrpc.Elements(frame)
-	switch {
-	case len(elems) == 0:
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("empty batch")))
-		return
-	case len(elems) > max:
-		to.deliver(invalid(jsonrpc.ID{}, jsonrpc.InvalidRequest("batch too large")))
+	if err := batchRefused(version, len(elems), max); err != nil {
+		to.deliver(invalid(jsonrpc.ID{}, err))
 		return
 	}
-	if admit != nil {
-		run := admit(len(elems))
-		if run <= 0 {
-			to.deliver(reply{kind: Busy})
-			return
-		}
-		if run < len(elems) {
-			p.batchSlots = make(chan struct{}, run)
-		}
+	if concurrency > 0 && concurrency < len(elems) {
+		p.batchSlots = make(chan struct{}, concurrency)
 	}
 	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
 	for i := range b.slots {
@@ -251,6 +239,28 @@ func (e *Engine) handleBatch(p *peer, frame []byte, max int, admit func(n int) i
 		e.handle(p, el, true, &b.slots[i])
 	}
 }
+
+// batchRefused is why a batch of n elements in revision version is
+// refused whole (-32600, HTTP 400), in the order the checks are made; nil
+// when it runs. max is the largest batch, 16 when 0 or less. One rule for
+// Exchange and BatchSize.
+func batchRefused(version string, n, max int) *Error {
+	if max <= 0 {
+		max = defaultMaxBatch
+	}
+	switch {
+	case !batchesAllowed(version):
+		return jsonrpc.InvalidRequest("batches are only part of protocol revision " + defaultLegacyVersion)
+	case n == 0:
+		return jsonrpc.InvalidRequest("empty batch")
+	case n > max:
+		return jsonrpc.InvalidRequest("batch too large")
+	}
+	return nil
+}
+
+// defaultMaxBatch is [ExchangeOptions].MaxBatch's default.
+const defaultMaxBatch = 16
 
 // batch collects the answers of one batch, one slot per element.
 type batch struct {
@@ -331,7 +341,7 @@ func isModern(in *inbound, h *Headers) bool {
 	if _, ok := in.metaValue(metaProtocolVersion); ok {
 		return true
 	}
-	return h != nil && h.HasProtocolVersion && !isLegacyVersion(headerValue(h.ProtocolVersion))
+	return h != nil && h.HasProtocolVersion && !isLegacyVersion(h.ProtocolVersion)
 }
 
 // validateModern runs the modern checks in docs/SPEC.md §4's order.
@@ -374,10 +384,10 @@ func validateModern(in *inbound, h *Headers) *Error {
 // Mcp-Name with the body (-32020 HeaderMismatch).
 func checkHeaders(in *inbound, h *Headers) *Error {
 	mismatch := func(what string) *Error { return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what) }
-	if !h.HasProtocolVersion || headerValue(h.ProtocolVersion) != in.version {
+	if !h.HasProtocolVersion || h.ProtocolVersion != in.version {
 		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
 	}
-	if !h.HasMethod || headerValue(h.Method) != in.method {
+	if !h.HasMethod || h.Method != in.method {
 		return mismatch("Mcp-Method must equal the method")
 	}
 	if in.method == "tools/call" {
@@ -385,7 +395,7 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
 			return mismatch("Mcp-Name must equal params.name")
 		}
 	}
@@ -395,7 +405,7 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		if !ok || !jsonrpc.IsString(raw) {
 			raw = []byte(`""`)
 		}
-		if !h.HasName || !jsonrpc.EqualString(raw, headerValue(h.Name)) {
+		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
 			return mismatch("Mcp-Name must equal params.taskId")
 		}
 	}
@@ -426,7 +436,7 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}`...)
 	if version == tasksVersion {
-		b = append(b, legacyTasksCaps...) // docs/SPEC.md §11
+		b = append(b, legacyTasksCaps...) // docs/SPEC.md §13
 	}
 	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
@@ -502,7 +512,7 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	}
 	var tools []byte
 	if legacyTasks(in) {
-		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §11
+		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §13
 	} else {
 		tools, err = domain.MarshalJSON(cat.Tools())
 	}

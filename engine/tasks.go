@@ -16,7 +16,7 @@ import (
 )
 
 // Tasks on 2026-07-28: the io.modelcontextprotocol/tasks extension
-// (docs/SPEC.md §11; SEP-2663,
+// (docs/SPEC.md §13; SEP-2663,
 // https://github.com/modelcontextprotocol/modelcontextprotocol/blob/main/seps/2663-tasks-extension.md).
 // A modern tools/call of a tool whose TaskSupport is optional or required,
 // from a request that declared the extension in its client capabilities,
@@ -36,7 +36,7 @@ const extTasks = "io.modelcontextprotocol/tasks"
 // declare the extension; data.requiredCapabilities names it.
 const CodeMissingRequiredCapability = -32021
 
-// TaskOptions bounds and times the engine's tasks (docs/SPEC.md §11). The
+// TaskOptions bounds and times the engine's tasks (docs/SPEC.md §13). The
 // zero value of each field means its default.
 type TaskOptions struct {
 	// TTL is how long a task is kept after it ends (its ttlMs); zero means
@@ -119,7 +119,7 @@ func (s *taskStore) add(t *task) (string, bool) {
 			delete(s.byID, id)
 			continue
 		}
-		if o.bind == t.bind && !o.terminal() {
+		if o.bind == t.bind && o.running() {
 			live++
 		}
 	}
@@ -218,6 +218,14 @@ func (t *task) terminal() bool {
 		return true
 	}
 	return false
+}
+
+// running reports whether t has not ended (under the store's lock; t.mu
+// guards status: t's goroutine settles it concurrently).
+func (t *task) running() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.terminal()
 }
 
 // expired reports whether t ended more than the TTL ago (under the store's
@@ -438,7 +446,7 @@ var missingTasksData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"
 // otherwise the call is served as before. A declared request always gets a
 // task: a client that declared the extension already polls, and a
 // short-wait shortcut would make the answer's shape depend on timing
-// (docs/SPEC.md §11).
+// (docs/SPEC.md §13).
 func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name string, args []byte) (reply, bool) {
 	if cat == nil {
 		return reply{}, false // the catalog failed: the plain path answers

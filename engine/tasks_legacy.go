@@ -10,7 +10,7 @@ import (
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 )
 
-// Experimental tasks on 2025-11-25 (docs/SPEC.md §11; SEP-1686,
+// Experimental tasks on 2025-11-25 (docs/SPEC.md §13; SEP-1686,
 // https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks).
 // The same store and the same tasks as the extension's, another wire: the
 // client asks per call (params.task), the Task is nested under "task" in
@@ -34,6 +34,16 @@ const legacyTasksCaps = `,"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}
 
 // legacyTasks reports whether a legacy request's revision has tasks.
 func legacyTasks(in *inbound) bool { return !in.modern && in.version == tasksVersion }
+
+// taskAugmented reports whether in is a 2025-11-25 request carrying
+// params.task (an object): a tools/call that may become a task.
+func taskAugmented(in *inbound) bool {
+	if !legacyTasks(in) {
+		return false
+	}
+	hint, ok := in.param("task")
+	return ok && jsonrpc.IsObject(hint)
+}
 
 // isLegacyTaskMethod reports whether method is one 2025-11-25 tasks add
 // (tasks/list is not offered).

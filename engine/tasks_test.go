@@ -16,17 +16,14 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// The tasks extension on 2026-07-28 (docs/SPEC.md §11), over Exchange (the
+// The tasks extension on 2026-07-28 (docs/SPEC.md §13), over Exchange (the
 // HTTP hosts' entry point). Each test runs in a synctest bubble:
 // synctest.Wait is the point where every task's goroutine has finished or
 // blocked, so no test sleeps to synchronise.
 
 const taskCaps = `{"extensions":{"io.modelcontextprotocol/tasks":{}},"elicitation":{"form":{}}}`
 
-var (
-	alice = ports.Principal{Issuer: "https://issuer.test", Subject: "alice", Client: "c1"}
-	bob   = ports.Principal{Issuer: "https://issuer.test", Subject: "bob", Client: "c1"}
-)
+// alice and bob, two principals, are flights_test.go's.
 
 // taskExchange sends one modern request with caps and the headers a
 // conforming client sends (Mcp-Name: the tool, or the taskId of tasks/*).

@@ -47,3 +47,78 @@ func TestInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadersComparedAsGiven: the engine compares the headers it is handed
+// with the body byte for byte; normalising them (Streamable HTTP's
+// =?base64?…?= encoding, surrounding whitespace) is the carrier's. An
+// encoded or padded name the carrier did not decode is a mismatch (-32020).
+func TestHeadersComparedAsGiven(t *testing.T) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(t, e)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	for _, tc := range []struct {
+		name, version string
+		want          string
+	}{
+		{"echo", "2026-07-28", `"result"`},
+		{"=?base64?ZWNobw==?=", "2026-07-28", `"code":-32020`},
+		{" echo ", "2026-07-28", `"code":-32020`},
+		{"echo", " 2026-07-28", `"code":-32020`},
+	} {
+		h := engine.Headers{ProtocolVersion: tc.version, HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: tc.name, HasName: true}
+		r := e.Exchange(t.Context(), body, engine.ExchangeOptions{Headers: h})
+		if !strings.Contains(string(r.Body), tc.want) {
+			t.Errorf("Mcp-Name %q, version %q: %v %s, want %s", tc.name, tc.version, r.Kind, r.Body, tc.want)
+		}
+	}
+}
+
+// TestBatchSizeAgreesWithExchange: BatchSize counts a body's elements
+// exactly when Exchange runs it as a batch, and is 0 for every body
+// Exchange answers without running one (docs/SPEC.md §4), so a framing that
+// takes per-element slots on its word never refuses (503) a body the engine
+// would answer 400.
+func TestBatchSizeAgreesWithExchange(t *testing.T) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(t, e)
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	const note = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	legacy := engine.Headers{}
+	v0618 := engine.Headers{ProtocolVersion: "2025-06-18", HasProtocolVersion: true}
+	v0326 := engine.Headers{ProtocolVersion: "2025-03-26", HasProtocolVersion: true}
+	for _, tc := range []struct {
+		body string
+		h    engine.Headers
+		max  int
+		want int
+	}{
+		{ping, legacy, 0, 0},
+		{" [" + ping + ", " + ping + "] ", legacy, 0, 2},
+		{"[" + ping + "," + note + ",1]", v0326, 0, 3},
+		{"[" + note + "]", legacy, 0, 1},
+		{"[" + ping + "]", v0618, 0, 0},
+		{"[]", legacy, 0, 0},
+		{"[" + ping + "," + ping + "," + ping + "]", legacy, 2, 0},
+		{"[" + ping + "," + ping + "]", legacy, 2, 2},
+		{"[" + strings.Repeat(ping+",", 16) + ping + "]", legacy, 0, 0},
+		{"[" + strings.Repeat(ping+",", 15) + ping + "]", legacy, 0, 16},
+		{"[" + ping + ",", legacy, 0, 0},
+		{"[" + ping + "] x", legacy, 0, 0},
+		{`"x"`, legacy, 0, 0},
+	} {
+		n := engine.BatchSize([]byte(tc.body), tc.h, tc.max)
+		if n != tc.want {
+			t.Errorf("BatchSize(%.40q, max %d) = %d, want %d", tc.body, tc.max, n, tc.want)
+		}
+		r := e.Exchange(t.Context(), []byte(tc.body), engine.ExchangeOptions{Headers: tc.h, MaxBatch: tc.max})
+		if ran := r.Kind != engine.Invalid; ran != (n > 0) && tc.body[0] != '{' {
+			t.Errorf("%.40q, max %d: Exchange answered %v %s, BatchSize %d", tc.body, tc.max, r.Kind, r.Body, n)
+		}
+	}
+}

@@ -22,6 +22,8 @@ import (
 //   - the prompt "slow": one chunk, then it holds the answer until the
 //     request's context ends (reported on cancelled);
 //   - a prompt starting "Write hello.txt": a write_file call of hello.txt;
+//   - "read along": streams "Reading along: part one." and holds the rest
+//     (" Part two.") until release is closed or the request ends;
 //   - anything else: "still here: <prompt>".
 type chatEndpoint struct {
 	url string
@@ -30,6 +32,9 @@ type chatEndpoint struct {
 	// once its request's context has ended.
 	streaming chan struct{}
 	cancelled chan struct{}
+
+	// release lets the "read along" answer finish.
+	release chan struct{}
 
 	mu       sync.Mutex
 	requests []chatRequest
@@ -57,7 +62,7 @@ const wroteContent = "hello from the agent\n"
 
 func newChatEndpoint(t *testing.T) *chatEndpoint {
 	t.Helper()
-	e := &chatEndpoint{streaming: make(chan struct{}, 1), cancelled: make(chan struct{}, 1)}
+	e := &chatEndpoint{streaming: make(chan struct{}, 1), cancelled: make(chan struct{}, 1), release: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL + "/v1"
@@ -112,6 +117,17 @@ func (e *chatEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		e.streaming <- struct{}{}
 		<-r.Context().Done()
 		e.cancelled <- struct{}{}
+	case last.Content == "read along":
+		send(map[string]any{"role": "assistant", "content": ""}, nil)
+		send(map[string]any{"content": "Reading along: part one."}, nil)
+		select {
+		case <-e.release:
+		case <-r.Context().Done():
+			return
+		}
+		send(map[string]any{"content": " Part two."}, nil)
+		send(map[string]any{}, "stop")
+		done()
 	case strings.HasPrefix(last.Content, "Write hello.txt"):
 		args, _ := json.Marshal(map[string]string{"path": "hello.txt", "content": wroteContent})
 		send(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "type": "function",
@@ -141,7 +157,7 @@ func checkAgentRequests(t *testing.T, e *chatEndpoint) {
 		for _, tool := range r.Tools {
 			tools = append(tools, tool.Function.Name)
 		}
-		if r.Model != "scripted" || !r.Stream || strings.Join(tools, " ") != "list_dir read_file search_text write_file" {
+		if r.Model != "scripted" || !r.Stream || strings.Join(tools, " ") != "list_dir read_file search_text write_file edit_file find_files" {
 			t.Errorf("request %d: model %q stream %v tools %q", i+1, r.Model, r.Stream, tools)
 		}
 	}

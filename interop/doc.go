@@ -28,6 +28,16 @@
 // client) and gets the final answer; then a cancelled agent_submit ends its
 // turn (the endpoint sees its request cancelled) and the next one works.
 //
+// cancel_test.go holds cancellation over HTTP (docs/SPEC.md §3, §6, §9):
+// the TypeScript client (ts/agent.mjs on "serve http") aborts an
+// agent_submit and lets another's request timeout fire — it POSTs
+// notifications/cancelled and keeps the request open — and each time the
+// endpoint sees the model request cancelled and the next agent_submit is
+// served; a raw 2026-07-28 client abandons the agent's write approval, its
+// read_file is served at once and, once the turn has stopped after
+// --approval-timeout (the "turn finished" log line, waited for as an event),
+// its next agent_submit is served.
+//
 // It is a separate Go module so that the main module never depends on an MCP
 // SDK. "go test ./..." from the repository root does not enter it; run
 // scripts/test.sh, which runs both modules and installs the npm packages the

@@ -84,6 +84,26 @@ func TestGoSDKAgent(t *testing.T) {
 	}
 
 	// 2. A turn cancelled while the model streams.
+	cancelSlowSubmit(ctx, t, cs, ep)
+
+	// 3. The next turn works, without the cancelled one.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "after"}})
+	if err != nil {
+		t.Fatalf("agent_submit after a cancelled turn: %v", err)
+	}
+	if text := singleText(t, "agent_submit", res); res.IsError || text != "still here: after" {
+		t.Errorf("agent_submit after a cancelled turn = {isError:%v text:%q}", res.IsError, text)
+	}
+	checkAgentRequests(t, ep)
+	c.close(t)
+}
+
+// cancelSlowSubmit calls agent_submit "slow" and cancels the call (the
+// go-sdk sends notifications/cancelled) once the model is answering it;
+// it returns once the endpoint has seen its request cancelled and the call
+// has ended, which must be with an error.
+func cancelSlowSubmit(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ep *chatEndpoint) {
+	t.Helper()
 	cctx, ccancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -101,17 +121,6 @@ func TestGoSDKAgent(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("the cancelled agent_submit never returned")
 	}
-
-	// 3. The next turn works, without the cancelled one.
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "agent_submit", Arguments: map[string]any{"prompt": "after"}})
-	if err != nil {
-		t.Fatalf("agent_submit after a cancelled turn: %v", err)
-	}
-	if text := singleText(t, "agent_submit", res); res.IsError || text != "still here: after" {
-		t.Errorf("agent_submit after a cancelled turn = {isError:%v text:%q}", res.IsError, text)
-	}
-	checkAgentRequests(t, ep)
-	c.close(t)
 }
 
 // checkAgentRound checks from the wire that the first agent_submit went

@@ -367,7 +367,7 @@ func checkModernResult(t *testing.T, rec *wireRecorder, req *jsonrpc.Request) {
 			t.Errorf("server/discover supportedVersions = %q, want %q", result.SupportedVersions, wantSupportedVersions)
 		}
 		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
-			t.Errorf("server/discover capabilities = %s, want tools and the tasks extension (docs/SPEC.md §11)", result.Capabilities)
+			t.Errorf("server/discover capabilities = %s, want tools and the tasks extension (docs/SPEC.md §13)", result.Capabilities)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ var binPath string
 var (
 	// wantTools is the tools/list order: the reference session's runtime
 	// tools, then the submission tool last.
-	wantTools = []string{"list_dir", "read_file", "search_text", "write_file", "agent_submit"}
+	wantTools = []string{"list_dir", "read_file", "search_text", "write_file", "edit_file", "find_files", "agent_submit"}
 
 	wantSubmitDescription = "Submit a prompt to the agent and await its turn"
 	wantSubmitSchema      = `{"type":"object","properties":{"prompt":{"type":"string","minLength":1}},"required":["prompt"],"additionalProperties":false}`
@@ -60,6 +61,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The agent's conversation stores of tests without --state-dir stay
+	// in the temporary directory, never in the home directory.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 
 	bin := filepath.Join(dir, "agentmcp")
 	start := time.Now()
@@ -179,14 +183,45 @@ func logStderrOnFailure(t *testing.T, stderr *lockedBuffer) {
 // lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
 // subprocess's stderr copier and reads by the test.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	watchers []bufWatch
+}
+
+// bufWatch is a watch's text and the channel closed once it is written.
+type bufWatch struct {
+	text string
+	seen chan struct{}
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	b.notice()
+	return n, err
+}
+
+// watch returns a channel closed once text has been written (a log line
+// the test waits for, as an event rather than a sleep).
+func (b *lockedBuffer) watch(text string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := bufWatch{text, make(chan struct{})}
+	b.watchers = append(b.watchers, w)
+	b.notice()
+	return w.seen
+}
+
+// notice closes the channels of the watches whose text is in the buffer.
+func (b *lockedBuffer) notice() {
+	b.watchers = slices.DeleteFunc(b.watchers, func(w bufWatch) bool {
+		if bytes.Contains(b.buf.Bytes(), []byte(w.text)) {
+			close(w.seen)
+			return true
+		}
+		return false
+	})
 }
 
 func (b *lockedBuffer) String() string {

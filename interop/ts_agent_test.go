@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,69 +35,22 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 	ws := newWorkspace(t)
 	ep := newChatEndpoint(t)
 
-	cmd, reportPath := tsScenarioCmd(ctx, t, node, "agent.mjs", map[string]any{
+	run := startAgentScript(ctx, t, node, map[string]any{
 		"command": binPath,
-		"args":    []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url},
+		// --ephemeral: the SDK gives the server a default environment
+		// without XDG_STATE_HOME, and the store must not land in $HOME.
+		"args": []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url, "--ephemeral"},
 		"calls": []map[string]any{
 			{"prompt": "Write hello.txt with a greeting.", "answers": []promptAnswer{allowOnce}},
 			{"prompt": "slow", "cancel": true},
 			{"prompt": "after"},
 		},
 	})
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("node agent.mjs output (the server's stderr included):\n%s", out.String())
-		}
-	})
-	sawCancel := make(chan struct{})
-	go func() {
-		// Abort the "slow" call once the model is answering it.
-		select {
-		case <-ep.streaming:
-			io.WriteString(stdin, "cancel\n")
-			select {
-			case <-ep.cancelled:
-				close(sawCancel)
-			case <-ctx.Done():
-			}
-		case <-ctx.Done():
-		}
-	}()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("TypeScript SDK client: %v", err)
-	}
-	checkNoDataRace(t, out.Bytes())
+	sawCancel := abortWhenStreaming(ctx, ep, run)
+	report := run.wait(t)
+	checkNoDataRace(t, run.out.Bytes())
 	waitFor(t, sawCancel, "the model endpoint to see the aborted turn's request cancelled")
 
-	var report struct {
-		Calls []struct {
-			Result *struct {
-				Content []struct{ Text string } `json:"content"`
-				IsError bool                    `json:"isError"`
-			} `json:"result"`
-			Error    *string           `json:"error"`
-			Prompts  []json.RawMessage `json:"prompts"`
-			Progress []struct {
-				Progress float64 `json:"progress"`
-				Message  string  `json:"message"`
-			} `json:"progress"`
-		} `json:"calls"`
-		Wire struct {
-			Sent     []json.RawMessage `json:"sent"`
-			Received []json.RawMessage `json:"received"`
-		} `json:"wire"`
-		TransportErrors []string `json:"transportErrors"`
-	}
-	readTSReport(t, reportPath, &report)
 	if len(report.Calls) != 3 || len(report.TransportErrors) > 0 {
 		t.Fatalf("report: %d calls, transport errors %q", len(report.Calls), report.TransportErrors)
 	}
@@ -137,25 +91,8 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 	if report.Calls[1].Error == nil {
 		t.Errorf("the aborted agent_submit returned %+v", report.Calls[1].Result)
 	}
-	var cancelledID json.RawMessage
-	for _, raw := range report.Wire.Sent {
-		var m wireMessage
-		if json.Unmarshal(raw, &m) == nil && m.Method == "notifications/cancelled" {
-			var p struct {
-				RequestID json.RawMessage `json:"requestId"`
-			}
-			json.Unmarshal(m.Params, &p)
-			cancelledID = p.RequestID
-		}
-	}
-	if cancelledID == nil {
-		t.Error("the client sent no notifications/cancelled")
-	}
-	for _, raw := range report.Wire.Received {
-		var m wireMessage
-		if json.Unmarshal(raw, &m) == nil && m.Method == "" && cancelledID != nil && string(m.ID) == string(cancelledID) {
-			t.Errorf("the server answered the cancelled request %s: %s", cancelledID, raw)
-		}
+	if cancelled := checkCancelledUnanswered(t, report); len(cancelled) != 1 {
+		t.Errorf("the client sent notifications/cancelled for %d requests, want 1", len(cancelled))
 	}
 
 	// 3. The next turn.
@@ -163,4 +100,112 @@ func TestTypeScriptSDKAgent(t *testing.T) {
 		t.Errorf("agent_submit after the aborted turn = %q", got)
 	}
 	checkAgentRequests(t, ep)
+}
+
+// agentRun is ts/agent.mjs running one scenario.
+type agentRun struct {
+	cmd        *exec.Cmd
+	reportPath string
+	stdin      io.Writer // a line aborts the call marked "cancel"
+	out        *bytes.Buffer
+}
+
+// startAgentScript starts ts/agent.mjs on scenario; its output (on stdio,
+// the server's stderr included) is logged if t fails.
+func startAgentScript(ctx context.Context, t *testing.T, node string, scenario any) *agentRun {
+	t.Helper()
+	cmd, reportPath := tsScenarioCmd(ctx, t, node, "agent.mjs", scenario)
+	r := &agentRun{cmd: cmd, reportPath: reportPath, out: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stdin = stdin
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node agent.mjs output:\n%s", r.out.String())
+		}
+	})
+	return r
+}
+
+// abortWhenStreaming tells run to abort its call marked "cancel" once the
+// model is answering the "slow" prompt; the channel it returns is closed
+// once the endpoint has seen that request cancelled.
+func abortWhenStreaming(ctx context.Context, ep *chatEndpoint, run *agentRun) <-chan struct{} {
+	sawCancel := make(chan struct{})
+	go func() {
+		select {
+		case <-ep.streaming:
+			io.WriteString(run.stdin, "cancel\n")
+			select {
+			case <-ep.cancelled:
+				close(sawCancel)
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return sawCancel
+}
+
+// wait waits for the script to exit and returns its report.
+func (r *agentRun) wait(t *testing.T) agentReport {
+	t.Helper()
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatalf("TypeScript SDK client: %v", err)
+	}
+	var report agentReport
+	readTSReport(t, r.reportPath, &report)
+	return report
+}
+
+// agentReport is what ts/agent.mjs reports.
+type agentReport struct {
+	Calls []struct {
+		Result *struct {
+			Content []struct{ Text string } `json:"content"`
+			IsError bool                    `json:"isError"`
+		} `json:"result"`
+		Error    *string           `json:"error"`
+		Prompts  []json.RawMessage `json:"prompts"`
+		Progress []struct {
+			Progress float64 `json:"progress"`
+			Message  string  `json:"message"`
+		} `json:"progress"`
+	} `json:"calls"`
+	Wire struct {
+		Sent     []json.RawMessage `json:"sent"`
+		Received []json.RawMessage `json:"received"`
+	} `json:"wire"`
+	TransportErrors []string `json:"transportErrors"`
+}
+
+// checkCancelledUnanswered returns the ids the client's
+// notifications/cancelled named, and fails t for each the server answered
+// (docs/SPEC.md §3: no response for a cancelled request).
+func checkCancelledUnanswered(t *testing.T, report agentReport) map[string]bool {
+	t.Helper()
+	cancelled := map[string]bool{}
+	for _, raw := range report.Wire.Sent {
+		var m wireMessage
+		if json.Unmarshal(raw, &m) == nil && m.Method == "notifications/cancelled" {
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			json.Unmarshal(m.Params, &p)
+			cancelled[string(p.RequestID)] = true
+		}
+	}
+	for _, raw := range report.Wire.Received {
+		var m wireMessage
+		if json.Unmarshal(raw, &m) == nil && m.Method == "" && cancelled[string(m.ID)] {
+			t.Errorf("the server answered the cancelled request %s: %s", m.ID, raw)
+		}
+	}
+	return cancelled
 }

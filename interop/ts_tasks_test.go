@@ -11,7 +11,7 @@ import (
 )
 
 // TestTypeScriptSDKTasks drives agent_submit as a 2025-11-25 experimental
-// task (docs/SPEC.md §11) with the official TypeScript SDK client's
+// task (docs/SPEC.md §13) with the official TypeScript SDK client's
 // experimental.tasks API over legacy stdio ("serve stdio --ask-client
 // --model scripted --model-url <chatEndpoint>", ts/tasks.mjs): the SDK sees
 // agent_submit's execution.taskSupport, sends tools/call with params.task,

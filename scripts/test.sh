@@ -8,14 +8,16 @@
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
-#   4. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
+#   4. go vet and go test -race ./... in examples/mysession, a host's own
+#      module over the exported packages only;
+#   5. go vet and go test -race -count=1 ./... in bench/, the nested benchmark
 #      module: its smoke mode, no timing (every server the benchmarks
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
-#   5. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
+#   6. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
 #      against the loopback host (conformance/run.sh installs Node 22 and the
 #      suite from npm itself);
-#   6. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
+#   7. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, npm, and the
@@ -79,6 +81,10 @@ run_step "npm packages for the TypeScript SDK client (interop/ts)" ts_packages
 run_step "go test -race ./... (root module)" bash -c 'cd "$1" && shift && go test -race "$@" ./...' _ "$repo" "$@"
 run_step "every fuzz target, briefly (FUZZTIME=${FUZZTIME:-10000x})" fuzz
 run_step "go test -race -count=1 ./... (interop module)" bash -c 'cd "$1/interop" && shift && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
+# examples/mysession: a host's own module importing only exported packages
+# (its go.mod replaces the root module with this checkout): its session
+# passes ports/porttest, its own carrier the carrier kit, its transcript replays.
+run_step "go vet, go test -race ./... (examples/mysession module)" bash -c 'cd "$1/examples/mysession" && shift && go vet ./... && go test -race "$@" ./...' _ "$repo" "$@"
 run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
 run_step "official MCP conformance suite, both legs" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"

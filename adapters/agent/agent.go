@@ -34,7 +34,9 @@
 // ended before its turn started is refused. A turn of the same conversation
 // that was cancelled (or ran out of time) but is still ending is waited
 // for, up to [WindDown], rather than refused, so a client that cancels a
-// turn and submits again at once is served.
+// turn and submits again at once is served; so is one whose cancellation
+// arrives up to [CancelGrace] after its submission (two HTTP requests sent
+// at once), which is what a busy refusal waits before it is given.
 //
 // A prompt a turn's tool raises (a permission, a question) waits at most
 // [Options.ApprovalTimeout] (default 5 minutes), not the turn's 30 minutes
@@ -48,21 +50,26 @@
 //
 // Each principal ([ports.Caller.Principal]: the zero value on local
 // carriers, issuer + subject + client on the remote host) has a
-// conversation of its own, so no principal ever sees another's history. At
-// most [Options.MaxConversations] are kept; a new principal beyond that
-// evicts the least recently used one without a running turn. A
+// conversation of its own on [Options.Root], so no principal ever sees
+// another's history. Conversations live in a [ports.ConversationStore]
+// ([Options.Store]; by default in memory, at most
+// [Options.MaxConversations], the least recently updated dropped first): a
+// turn starts from what the store has committed, and its messages are
+// appended in one transaction when it ends, so a durable store carries a
+// conversation across restarts and between processes serving one root. A
 // conversation keeps the messages of finished turns, newest last, within
 // [Options.HistoryBytes]: a finished turn is first bounded to it (boundTurn:
 // its tool results and arguments become short notes, oldest first; if that
-// is not enough only its prompt and response stay, each cut), then the
-// oldest whole turns are dropped until the rest fit. The system prompt is
-// not part of the history and is sent every step.
+// is not enough only its prompt and response stay, each cut), and that
+// bounded turn is what the store appends; then the store drops the oldest
+// whole turns until the rest fit, counted the same way. The system prompt
+// is not part of the history and is sent every step.
 //
 // A turn joins its conversation only when it ends with a response. A turn
-// that fails (the endpoint is down, the key is refused, the turn times out)
-// or is cancelled leaves the conversation exactly as it was before its
-// prompt, so the next request never carries a tool call without its result
-// and the next turn starts clean.
+// that fails (the endpoint is down, the key is refused, the turn times out,
+// the store cannot load or keep it) or is cancelled leaves the conversation
+// exactly as it was before its prompt, so the next request never carries a
+// tool call without its result and the next turn starts clean.
 //
 // # Bounds
 //
@@ -97,8 +104,12 @@
 // Through the submission's Caller (notifications/progress when the client
 // sent a progressToken): one report per model step ("model step 2") and per
 // tool call ("calling read_file"), the tools' own reports relabelled onto
-// the same increasing counter, and a heartbeat every [Options.Heartbeat]
-// (default 5 s, at most 10 s) while the model works.
+// the same increasing counter, a heartbeat every [Options.Heartbeat]
+// (default 5 s, at most 10 s) while the model works, and, while it streams
+// text, that text: "model step 2: …" and the newest text on one line, at
+// most [MaxProgressText] characters, at most one report per
+// [Options.TextInterval] (default 500 ms), so a person watching sees the
+// answer being written. The final answer is the response, unchanged.
 //
 // # Logging
 //
@@ -123,8 +134,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmcp/agentmcp/adapters/memstore"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Defaults of [Options].
@@ -139,6 +153,12 @@ const (
 	DefaultTurnTimeout         = 30 * time.Minute
 	DefaultApprovalTimeout     = 5 * time.Minute
 	DefaultHeartbeat           = 5 * time.Second
+	DefaultTextInterval        = 500 * time.Millisecond
+
+	// MaxProgressText bounds a progress message that carries streamed
+	// text, in characters: clients show about that much (Claude Code cuts
+	// a progress message to 200).
+	MaxProgressText = 200
 
 	// MaxHeartbeat is the longest heartbeat interval: clients commonly reset
 	// their request timeout on progress, so a turn reports well within it.
@@ -148,6 +168,13 @@ const (
 	// it is refused as busy; a cancelled turn ends within milliseconds
 	// (tools check for cancellation within a fraction of a second).
 	WindDown = 5 * time.Second
+
+	// CancelGrace is how long a submission waits for its conversation's
+	// running turn to be cancelled before it is refused as busy. Over
+	// Streamable HTTP a client's notifications/cancelled and its next
+	// submission travel on separate requests, sent at once (the TypeScript
+	// SDK does not wait for the first): the submission may arrive first.
+	CancelGrace = 2 * time.Second
 )
 
 // Refusals; their messages are client-visible and single-line.
@@ -194,10 +221,20 @@ type Options struct {
 	// whole turns are dropped until the rest fit.
 	HistoryBytes int
 
-	// MaxConversations bounds the conversations kept, one per principal
-	// (default 64); the least recently used one without a running turn is
-	// evicted first.
+	// MaxConversations bounds the conversations of the default in-memory
+	// store (default 64); the least recently updated is dropped first. A
+	// Store given here has bounds of its own.
 	MaxConversations int
+
+	// Store keeps the conversations (default: in memory, within
+	// MaxConversations). The agent loads a turn's history from it when the
+	// turn starts and appends the finished turn, bounded by boundTurn, when
+	// it ends.
+	Store ports.ConversationStore
+
+	// Root is the workspace root's real path: with the principal, it names
+	// a conversation in Store.
+	Root string
 
 	// MaxTurns bounds the turns running at once, one per conversation
 	// (default 4); a submission beyond it is refused as busy, saying how
@@ -217,6 +254,10 @@ type Options struct {
 	// Heartbeat is the interval of progress reports while the model works
 	// (default 5 s; capped at [MaxHeartbeat]).
 	Heartbeat time.Duration
+
+	// TextInterval is the shortest interval between two progress reports
+	// of streamed text (default 500 ms).
+	TextInterval time.Duration
 
 	// Logger receives one record per turn and per model step (counts,
 	// durations, the model's name and endpoint; never prompts, arguments,
@@ -247,9 +288,13 @@ func (o Options) withDefaults() Options {
 		o.Heartbeat = DefaultHeartbeat
 	}
 	o.Heartbeat = min(o.Heartbeat, MaxHeartbeat)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	if o.TextInterval <= 0 {
+		o.TextInterval = DefaultTextInterval
 	}
+	if o.Store == nil {
+		o.Store = memstore.New(memstore.Options{MaxConversations: o.MaxConversations})
+	}
+	o.Logger = logs.OrDiscard(o.Logger)
 	return o
 }
 
@@ -262,10 +307,8 @@ type Session struct {
 
 	errFull error // the refusal at MaxTurns
 
-	mu      sync.Mutex                   // guards running, convs, tick
+	mu      sync.Mutex                   // guards running
 	running map[ports.Principal]*running // the turns in progress, one per conversation
-	convs   map[ports.Principal]*conversation
-	tick    uint64 // last use, for least-recently-used eviction
 }
 
 // running is a turn in progress.
@@ -274,12 +317,22 @@ type running struct {
 	done chan struct{}   // closed when the turn has ended
 }
 
-// awaitEnd waits for r to end when it is already ending (its ctx done), up
-// to WindDown or until ctx ends; it reports whether r ended. A live turn is
-// not waited for.
+// awaitEnd waits for r to end, up to WindDown or until ctx ends, when it is
+// ending (its ctx done) or starts ending within CancelGrace; it reports
+// whether r ended.
 func awaitEnd(ctx context.Context, r *running) bool {
 	if r.ctx.Err() == nil {
-		return false
+		grace := time.NewTimer(CancelGrace)
+		defer grace.Stop()
+		select {
+		case <-r.ctx.Done():
+		case <-r.done:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-grace.C:
+			return false
+		}
 	}
 	timer := time.NewTimer(WindDown)
 	defer timer.Stop()
@@ -303,7 +356,7 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 	opts = opts.withDefaults()
 	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger,
 		errFull: ports.Refused(fmt.Sprintf("session is busy: %d turns are running, the most it runs at once; retry when one finishes", opts.MaxTurns)),
-		running: map[ports.Principal]*running{}, convs: map[ports.Principal]*conversation{}}, nil
+		running: map[ports.Principal]*running{}}, nil
 }
 
 // RuntimeTools returns the inner session's runtime tools.
@@ -322,8 +375,8 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // Submit runs prompt as one turn of the caller's conversation and returns
 // the model's final answer. Refusals ([ErrBusy], a ctx that ended first)
 // wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
-// timeout, cancellation) is any other error, with a client-visible first
-// line that names the cause.
+// timeout, cancellation, the conversation store) is any other error, with a
+// client-visible first line that names the cause.
 func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
 	if caller == nil {
 		caller = ports.ClosedCaller{}
@@ -335,14 +388,18 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	if err := s.begin(ctx, who, me); err != nil {
 		return ports.TurnResult{}, err
 	}
-	defer func() {
+	// The turn stops counting as running before its end is logged, so a
+	// submission made once "turn finished" or "turn failed" is logged is
+	// never refused as busy by it.
+	release := sync.OnceFunc(func() {
 		s.mu.Lock()
 		delete(s.running, who)
 		s.mu.Unlock()
 		close(me.done)
-	}()
+	})
+	defer release()
 
-	conv := s.conversation(who)
+	ref := ports.RefOf(s.opts.Root, who)
 	t := &turn{
 		s:      s,
 		ctx:    tctx,
@@ -351,7 +408,7 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
 	}
 	start := time.Now()
-	response, err := t.run(conv.history())
+	response, err := s.runTurn(t, ref)
 	desc := s.model.Describe()
 	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
 		"durationMs", time.Since(start).Milliseconds()}
@@ -369,16 +426,14 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		case tctx.Err() != nil:
 			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
+		release()
 		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
 	}
 	if t.unanswered.Load() != nil {
 		attrs = append(attrs, "stopped", "a prompt went unanswered")
 	}
-	// What the conversation keeps of the turn: bounded once, here, so
-	// every holder of finished turns keeps the same bounded messages.
-	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
-	conv.add(kept, s.opts.HistoryBytes)
+	release()
 	s.log.Info("turn finished", attrs...)
 	return ports.TurnResult{Response: response}, nil
 }
@@ -432,79 +487,41 @@ func logCause(err error) any {
 	return "failed (see the client's error)"
 }
 
-// conversation returns p's conversation, creating it (and evicting the
-// least recently used one at the bound) when p has none.
-func (s *Session) conversation(p ports.Principal) *conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tick++
-	if c, ok := s.convs[p]; ok {
-		c.used = s.tick
-		return c
+// runTurn runs t on ref's committed history and, when it ends with a
+// response, appends what the conversation keeps of it in one transaction:
+// the turn bounded once by boundTurn to HistoryBytes, its size counted by
+// messageSize, so the store's budget and the history's are one. A store
+// that cannot load or keep the turn fails it (a full disk:
+// [ports.ErrStoreFull]); the session keeps serving.
+func (s *Session) runTurn(t *turn, ref ports.ConversationRef) (string, error) {
+	turns, err := s.opts.Store.Load(t.ctx, ref)
+	if err != nil {
+		return "", s.storeFailed("loaded", err)
 	}
-	if len(s.convs) >= s.opts.MaxConversations {
-		var oldest ports.Principal
-		var oldestUse uint64
-		first := true
-		for k, c := range s.convs {
-			if _, busy := s.running[k]; busy && k != p {
-				continue // its turn will add to it
-			}
-			if first || c.used < oldestUse {
-				oldest, oldestUse, first = k, c.used, false
-			}
-		}
-		if !first {
-			delete(s.convs, oldest)
-			s.log.Info("conversation evicted", "kept", s.opts.MaxConversations)
-		}
+	var history []ports.Message
+	for _, turn := range turns {
+		history = append(history, turn.Messages...)
 	}
-	c := &conversation{used: s.tick}
-	s.convs[p] = c
-	return c
+	response, err := t.run(history)
+	if err != nil {
+		return "", err
+	}
+	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
+	if err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Bytes: turnSize(kept)}, s.opts.HistoryBytes); err != nil {
+		return "", s.storeFailed("kept", err)
+	}
+	return response, nil
 }
 
-// conversation is one principal's history: the messages of finished turns,
-// each bounded by boundTurn, oldest first. Only its principal's running turn
-// touches it (one per conversation); the map itself is under Session.mu.
-type conversation struct {
-	used  uint64
-	mu    sync.Mutex
-	turns [][]ports.Message
-	sizes []int
-}
-
-// history returns the conversation's messages, oldest first.
-func (c *conversation) history() []ports.Message {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []ports.Message
-	for _, t := range c.turns {
-		out = append(out, t...)
+// storeFailed logs a store's error (it names the store's file and the
+// cause, never message text) and returns the turn's client-visible error,
+// which names neither: a client need not learn the server's paths.
+func (s *Session) storeFailed(verb string, err error) error {
+	s.log.Error("conversation store failed", "err", err)
+	if errors.Is(err, ports.ErrStoreFull) {
+		return fmt.Errorf("the conversation cannot be %s: %w (the server's disk is full); the session keeps serving", verb, ports.ErrStoreFull)
 	}
-	return out
-}
-
-// add appends one finished turn (already bounded by boundTurn), then drops
-// the oldest whole turns until the total fits budget; the newest turn
-// always stays.
-func (c *conversation) add(turn []ports.Message, budget int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	size := 0
-	for _, m := range turn {
-		size += messageSize(m)
-	}
-	c.turns = append(c.turns, turn)
-	c.sizes = append(c.sizes, size)
-	total := 0
-	for _, s := range c.sizes {
-		total += s
-	}
-	for len(c.turns) > 1 && total > budget {
-		total -= c.sizes[0]
-		c.turns, c.sizes = c.turns[1:], c.sizes[1:]
-	}
+	return fmt.Errorf("the conversation cannot be %s: the conversation store failed (the server's log says why)", verb)
 }
 
 // messageSize is what a message counts against the history budget.
@@ -698,18 +715,25 @@ func (t *turn) count(u *ports.TokenUsage) {
 func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantMessage, error) {
 	t.report.send(fmt.Sprintf("model step %d", t.steps))
 	var chars atomic.Int64
+	var live liveText
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(t.s.opts.Heartbeat)
 		defer tick.Stop()
+		text := time.NewTicker(t.s.opts.TextInterval)
+		defer text.Stop()
 		started := time.Now()
 		for {
 			select {
 			case <-tick.C:
 				t.report.send(fmt.Sprintf("model step %d: working for %ds, %d characters so far", t.steps,
 					int(time.Since(started).Seconds()), chars.Load()))
+			case <-text.C:
+				if tail, ok := live.take(); ok && strings.TrimSpace(tail) != "" {
+					t.report.send(progressText(fmt.Sprintf("model step %d: ", t.steps), tail))
+				}
 			case <-stop:
 				return
 			case <-t.ctx.Done():
@@ -721,13 +745,67 @@ func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantM
 	reply, err := t.s.model.Step(t.ctx, ports.ModelRequest{
 		Messages: msgs,
 		Tools:    tools,
-		OnText:   func(delta string) { chars.Add(int64(utf8.RuneCountInString(delta))) },
+		OnText: func(delta string) {
+			chars.Add(int64(utf8.RuneCountInString(delta)))
+			live.add(delta)
+		},
 	})
 	close(stop)
 	<-done
 	t.s.log.Debug("model step", "step", t.steps, "messages", len(msgs), "toolCalls", len(reply.ToolCalls),
 		"finishReason", reply.FinishReason, "durationMs", time.Since(start).Milliseconds(), "ok", err == nil)
 	return reply, err
+}
+
+// liveText is the newest streamed text of a model step, for progress: the
+// stream's goroutine adds to it, the step's reporter takes it when it is
+// new.
+type liveText struct {
+	mu    sync.Mutex
+	tail  string // the end of the text, at most liveTextBytes
+	fresh bool   // text came since the last take
+}
+
+// liveTextBytes is how much of the text's end is kept: enough for
+// MaxProgressText characters after whitespace is folded.
+const liveTextBytes = 4 * 4 * MaxProgressText
+
+func (l *liveText) add(delta string) {
+	if delta == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tail += delta
+	if len(l.tail) > liveTextBytes {
+		cut := len(l.tail) - liveTextBytes
+		for cut < len(l.tail) && !utf8.RuneStart(l.tail[cut]) {
+			cut++
+		}
+		l.tail = l.tail[cut:]
+	}
+	l.fresh = true
+}
+
+// take returns the text's end when text came since the last take.
+func (l *liveText) take() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fresh := l.fresh
+	l.fresh = false
+	return l.tail, fresh
+}
+
+// progressText is prefix and the end of text as one line of at most
+// MaxProgressText characters: whitespace runs (newlines included) become
+// one space, and a cut start is marked with "…".
+func progressText(prefix, text string) string {
+	line := []rune(strings.Join(strings.Fields(text), " "))
+	room := MaxProgressText - utf8.RuneCountInString(prefix)
+	if len(line) > room {
+		line = append([]rune("…"), line[len(line)-room+1:]...)
+	}
+	return prefix + string(line)
 }
 
 // runTool runs one call through the inner session with the turn's Caller

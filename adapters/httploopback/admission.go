@@ -13,6 +13,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Admission returns the loopback host's admission (docs/SPEC.md §5.2) as
@@ -31,9 +33,7 @@ import (
 // 10) are logged; the next logged line counts those left out
 // ("suppressed"), so a client retrying in a loop cannot flood the log.
 func Admission(bound netip.AddrPort, token string, logger *slog.Logger) func(http.Handler) http.Handler {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logs.OrDiscard(logger)
 	hostport := bound.String()
 	origin := "http://" + hostport
 	endpoint := origin + "/mcp"

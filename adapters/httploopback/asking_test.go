@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/engine"
@@ -53,7 +52,7 @@ func TestDisconnectUnderAskingEndsTheCall(t *testing.T) {
 	left := hostile.Abandon(e.client, e.request(ctx, heldCall("1", `{}`), modernHeaders("tools/call", "slow")...))
 	<-started
 	cancel()
-	enginetest.AwaitCtxEnd(t, s, time.Now(), guard, "the client left")
+	enginetest.AwaitCtxEnd(t, s, guard, "the client left")
 	if err := <-left; err == nil {
 		t.Fatal("the cancelled request got an answer")
 	}
@@ -84,7 +83,7 @@ func TestDisconnectOfARetryEndsTheCall(t *testing.T) {
 	left := hostile.Abandon(e.client, e.request(ctx, retry, headers...))
 	<-s.Asked() // the retry's answer reached the tool, which now waits
 	cancel()
-	enginetest.AwaitCtxEnd(t, s, time.Now(), guard, "the client left")
+	enginetest.AwaitCtxEnd(t, s, guard, "the client left")
 	if err := <-left; err == nil {
 		t.Fatal("the cancelled retry got an answer")
 	}

@@ -61,10 +61,11 @@ func startEngine(t *testing.T, session ports.Session, opts engine.Options, l htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, addr: strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp"), client: &http.Client{Transport: tr}}
 	t.Cleanup(func() {
@@ -107,6 +108,32 @@ func (e *env) post(t *testing.T, body string, extra ...string) (*http.Response, 
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// answer is what postAsync's request got: the status and the whole body,
+// or the error that ended it.
+type answer struct {
+	status int
+	body   []byte
+	err    error
+}
+
+// postAsync sends an admitted POST from its own goroutine and delivers what
+// it got on the returned channel, for a test that acts while the request
+// is in flight.
+func (e *env) postAsync(body string, extra ...string) <-chan answer {
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := e.client.Do(e.request(context.Background(), body, extra...))
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, b, err}
+	}()
+	return answered
 }
 
 // modernHeaders are the headers a 2026-07-28 request must carry.

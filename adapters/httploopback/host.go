@@ -32,9 +32,10 @@
 // in front of a [streamable.Handler] in its own mux. The Host is the
 // convenient lifecycle of docs/SPEC.md §5.2 built from them.
 //
-// Lifecycle: [New] → [Host.Start] → [Host.Wait] / [Host.Stop], then the
-// engine's Shutdown. A host serves once; a second Start, or a Start after
-// Stop, fails.
+// Lifecycle: the Host is an [engine.Carrier] (docs/SPEC.md §5): [New] →
+// [Host.Start] → [Host.Endpoint] → [Host.Wait] / [Host.Stop], then the
+// engine's Shutdown ([engine.Engine.Run] does the last two in order). A
+// host serves once; a second Start, or a Start after Stop, fails.
 package httploopback
 
 import (
@@ -96,16 +97,13 @@ func (e Endpoint) LogValue() slog.Value { return slog.GroupValue(slog.String("ur
 
 var _ slog.LogValuer = Endpoint{}
 
-// Errors of New, Start and Stop. ErrAlreadyStarted, ErrStopped and
-// ErrStopTimeout are the shared host lifecycle's ([streamable.ErrStopped]
-// and so on), so errors.Is matches either name.
+// Errors of New. Start and Stop fail with the lifecycle errors every
+// carrier shares ([engine.ErrAlreadyStarted], [engine.ErrStopped],
+// [engine.ErrStopTimeout]), wrapped as "httploopback: …".
 var (
-	ErrHost           = errors.New("httploopback: Host must be 127.0.0.1")
-	ErrPort           = errors.New("httploopback: Port must be within 0..65535")
-	ErrToken          = errors.New("httploopback: Token must be 64 lowercase hex characters")
-	ErrAlreadyStarted = streamable.ErrAlreadyStarted
-	ErrStopped        = streamable.ErrStopped
-	ErrStopTimeout    = streamable.ErrStopTimeout
+	ErrHost  = errors.New("httploopback: Host must be 127.0.0.1")
+	ErrPort  = errors.New("httploopback: Port must be within 0..65535")
+	ErrToken = errors.New("httploopback: Token must be 64 lowercase hex characters")
 )
 
 // maxConns is docs/SPEC.md §5.2's cap on open connections.
@@ -130,6 +128,8 @@ type Host struct {
 	logger *slog.Logger
 	srv    *streamable.Server
 }
+
+var _ engine.Carrier = (*Host)(nil)
 
 // New returns a host serving eng with a freshly minted token (or
 // opts.Token). It fails with ErrHost, ErrPort, ErrToken, or when eng is nil. It binds nothing: [Host.Start]
@@ -156,10 +156,6 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		logger = eng.Logger()
 	}
 	l.framing.Logger = logger
-	framing, err := streamable.NewHandler(eng, l.framing)
-	if err != nil {
-		return nil, fmt.Errorf("httploopback: %w", err)
-	}
 	token := opts.Token
 	if token == "" {
 		token = mintToken()
@@ -172,11 +168,16 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen("tcp4", net.JoinHostPort(LoopbackHost, strconv.Itoa(opts.Port)))
 	}
+	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(bound netip.AddrPort) http.Handler {
 		return Admission(bound, h.token, logger)(framing)
 	}
+	var err error
 	if h.srv, err = streamable.NewServer(so); err != nil {
 		return nil, err
+	}
+	if framing, err = h.srv.NewHandler(l.framing); err != nil {
+		return nil, fmt.Errorf("httploopback: %w", err)
 	}
 	return h, nil
 }
@@ -205,20 +206,29 @@ func validToken(t string) bool {
 func (h *Host) String() string { return "httploopback.Host" }
 
 // Start validates the engine's catalog (docs/SPEC.md §2: a violation fails
-// start-up before any port is bound), then listens on 127.0.0.1 and serves.
-// It returns the endpoint and token once the port is bound (connections are
-// accepted from then on). It fails with ErrAlreadyStarted (a second Start),
-// ErrStopped (Stop came first, or won against this Start: then nothing was
-// bound), the catalog's error, ctx's error, or the listen error (port in
-// use). A failed Start ends the host.
-func (h *Host) Start(ctx context.Context) (Endpoint, error) {
-	bound, err := h.srv.Start(ctx)
-	if err != nil {
-		return Endpoint{}, err
+// start-up before any port is bound), then listens on 127.0.0.1 and serves;
+// it returns once the port is bound (connections are accepted from then
+// on), and [Host.Endpoint] is then the URL and token. It fails with an error
+// wrapping [engine.ErrAlreadyStarted] (a second Start) or
+// [engine.ErrStopped] (Stop came first, or won against this Start: then
+// nothing was bound), the catalog's error, ctx's error, or the listen error
+// (port in use). A failed Start ends the host.
+func (h *Host) Start(ctx context.Context) error {
+	if err := h.srv.Start(ctx); err != nil {
+		return err
 	}
-	ep := Endpoint{URL: "http://" + bound.String() + "/mcp", Token: h.token}
-	h.logger.Debug("httploopback: serving", "url", ep.URL)
-	return ep, nil
+	h.logger.Debug("httploopback: serving", "url", h.Endpoint().URL)
+	return nil
+}
+
+// Endpoint is where the started host listens and the token its clients
+// must present; the zero Endpoint before a successful Start.
+func (h *Host) Endpoint() Endpoint {
+	bound := h.srv.Addr()
+	if !bound.IsValid() {
+		return Endpoint{}
+	}
+	return Endpoint{URL: "http://" + bound.String() + "/mcp", Token: h.token}
 }
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
@@ -226,15 +236,17 @@ func (h *Host) Start(ctx context.Context) (Endpoint, error) {
 // shutting down" to its client, docs/SPEC.md §3), closes every connection
 // once its answer is written, and returns when every connection has ended.
 // Calls parked in input-required rounds are the engine's: shut the engine
-// down after Stop. It returns ErrStopTimeout when that takes longer than 5
-// s (a session ignoring cancellation) or ctx's error when ctx ends first;
-// the host keeps shutting down in either case. A Stop during a pending
-// Start makes that Start fail with ErrStopped without binding the port.
-// Stop is safe to repeat and to call concurrently; after it returns nil,
-// Wait returns at once.
+// down after Stop. It returns an error wrapping [engine.ErrStopTimeout]
+// when that takes longer than 5 s (a session ignoring cancellation) or
+// ctx's error when ctx ends first; the host keeps shutting down in either
+// case. A Stop during a pending Start makes that Start fail with
+// [engine.ErrStopped] without binding the port. Stop is safe to repeat, to
+// call concurrently and before Start; after it returns nil, Wait returns at
+// once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }
 
-// Wait blocks until the host has stopped: it returns nil after Stop, the
-// failure when serving failed on its own or Start failed. Before Start it
-// blocks until Start fails or the host is stopped.
+// Wait blocks until the host has ended: it returns nil after Stop, the
+// failure when serving failed on its own or Start failed (nil when Stop
+// made Start fail). Before Start it blocks until Start fails or the host is
+// stopped.
 func (h *Host) Wait() error { return h.srv.Wait() }

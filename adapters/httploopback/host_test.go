@@ -95,11 +95,12 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httploopback.ErrAlreadyStarted) {
+	ep := h.Endpoint()
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
 	waited := make(chan error, 1)
@@ -113,7 +114,7 @@ func TestLifecycle(t *testing.T) {
 	if err := h.Stop(t.Context()); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httploopback.ErrStopped) {
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start after Stop: %v", err)
 	}
 	if c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")); err == nil {
@@ -153,7 +154,7 @@ func TestStartPortInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err == nil {
 		t.Fatal("Start on a bound port succeeded")
 	}
@@ -188,14 +189,14 @@ func TestStopWinsAgainstPendingStart(t *testing.T) {
 	}
 	started := make(chan error, 1)
 	go func() {
-		_, err := h.Start(context.Background())
+		err := h.Start(context.Background())
 		started <- err
 	}()
 	<-s.entered
 	if err := h.Stop(t.Context()); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	if err := <-started; !errors.Is(err, httploopback.ErrStopped) {
+	if err := <-started; !errors.Is(err, engine.ErrStopped) {
 		t.Fatalf("Start: %v, want ErrStopped", err)
 	}
 	refusesConnections(t, port)
@@ -214,13 +215,13 @@ func TestStartValidatesCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Start(t.Context())
+	err = h.Start(t.Context())
 	var ce *domain.CatalogError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Start: %v, want a catalog error", err)
 	}
 	refusesConnections(t, port)
-	if _, err := h.Start(t.Context()); err == nil {
+	if err := h.Start(t.Context()); err == nil {
 		t.Error("Start after a failed Start succeeded")
 	}
 }
@@ -579,28 +580,14 @@ func TestStopWithStuckCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
-	type answer struct {
-		body []byte
-		err  error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := e.client.Do(e.request(context.Background(), slowCall(7)))
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		_, err = buf.ReadFrom(resp.Body)
-		answered <- answer{buf.Bytes(), err}
-	}()
+	answered := e.postAsync(slowCall(7))
 	<-started
 
 	began := time.Now()
@@ -741,10 +728,11 @@ func TestTokenNeverLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: &http.Transport{}}}
 	e.post(t, ping)
 	e.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+ep.Token+`"}}}`)
@@ -776,10 +764,11 @@ func TestStopWithParkedRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	tr := &http.Transport{}
 	e := &env{host: h, ep: ep, client: &http.Client{Transport: tr}}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`

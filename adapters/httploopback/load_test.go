@@ -35,10 +35,11 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	lh := load.HTTPHost{URL: ep.URL, Token: ep.Token}
 	lh.Addr = strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")
 	lh.Host = lh.Addr

@@ -11,7 +11,7 @@ import (
 	"github.com/agentmcp/agentmcp/internal/fake"
 )
 
-// TestTaskOutlivesItsConnection (docs/SPEC.md §11): a turn started as a task
+// TestTaskOutlivesItsConnection (docs/SPEC.md §13): a turn started as a task
 // over one TCP connection, which the client then kills mid-turn, still
 // completes; a new connection waits for it (2025-11-25 tasks/result) and a
 // third reads it with the extension's tasks/get.

@@ -1,16 +1,12 @@
 package httploopback_test
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/engine"
-	"github.com/agentmcp/agentmcp/internal/transcript"
-	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 const transcriptDir = "../../testdata/transcripts"
@@ -42,36 +38,14 @@ func TestTranscriptsHTTP(t *testing.T) {
 				t.Skipf("known engine bug: %s", f.Bugs[0])
 			}
 			t.Parallel()
-			transcript.Run(t, httpCarrier{}, f, transcript.Options{Timeout: 30 * time.Second})
+			transcript.RunFile(t, httpCarrier, f, transcript.Options{Timeout: 30 * time.Second})
 		})
 	}
 }
 
-// httpCarrier binds the loopback host to the transcript runner, with
-// AskClient as the transcript's ask-client: header says.
-type httpCarrier struct{}
-
-func (httpCarrier) Name() string { return "http" }
-
-func (httpCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config) (transcript.Conn, error) {
-	eng, err := engine.New(s, engine.Options{Name: "agentmcp-test", Version: "1.2.3", AskClient: cfg.AskClient})
-	if err != nil {
-		return nil, err
-	}
-	h, err := httploopback.New(eng, httploopback.Options{})
-	if err != nil {
-		return nil, err
-	}
-	ep, err := h.Start(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	return transcript.NewHTTPConn(transcript.HTTPTarget{
-		URL: ep.URL, Token: ep.Token,
-		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },
-		Wait: h.Wait,
-	}), nil
-}
+// httpCarrier is the loopback binding with the server name the transcripts
+// expect.
+var httpCarrier = transcript.Loopback{Engine: engine.Options{Name: "agentmcp-test", Version: "1.2.3"}}
 
 // TestTranscriptsHTTPAskClient proves the binding serves with the
 // transcript's ask-client: header: a modern round completes with it, and the
@@ -95,7 +69,7 @@ ask-client: on
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := transcript.Play(t, httpCarrier{}, f, 30*time.Second)
+	res, err := transcript.Play(t, httpCarrier, f, transcript.Options{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +77,7 @@ ask-client: on
 		t.Fatalf("with ask-client: on: %q", p)
 	}
 	f.AskClient = false
-	_, err = transcript.Play(t, httpCarrier{}, f, 30*time.Second)
+	_, err = transcript.Play(t, httpCarrier, f, transcript.Options{Timeout: 30 * time.Second})
 	// Off, id 1 is answered with the closed result, which has no
 	// requestState to substitute: the run fails at the retry.
 	if err == nil || !strings.Contains(err.Error(), "requestState") {

@@ -127,10 +127,11 @@ func TestK9BrokenBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ep := h.Endpoint()
 	e := &env{host: h, ep: ep, addr: strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")}
 	conn, err := net.Dial("tcp", e.addr)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Admission is the remote host's front door (docs/SPEC.md §5.3) as http
@@ -78,9 +80,7 @@ func newAdmission(a Authorization, logger *slog.Logger, l limits) (*Admission, e
 		}
 		proxies[addr] = true
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logs.OrDiscard(logger)
 	audit := a.Audit
 	if audit == nil {
 		audit = discardAudit{}

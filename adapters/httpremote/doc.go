@@ -118,6 +118,8 @@
 // trusted proxies count against the total only, since every client behind
 // one shares its address), and a 60 s idle timeout.
 //
-// Lifecycle: [New] → [Host.Start] → [Host.Wait] / [Host.Stop]. A host
-// serves once; a second Start, or a Start after Stop, fails.
+// Lifecycle: the Host is an [engine.Carrier] (docs/SPEC.md §5): [New] →
+// [Host.Start] → [Host.Addr] → [Host.Wait] / [Host.Stop], then the engine's
+// Shutdown ([engine.Engine.Run] does the last two in order). A host serves
+// once; a second Start, or a Start after Stop, fails.
 package httpremote

@@ -229,10 +229,11 @@ func start(t *testing.T, c config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := h.Addr()
 	e.host, e.addr = h, addr
 	tr := &http.Transport{}
 	e.client = &http.Client{Transport: tr}

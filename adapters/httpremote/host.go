@@ -61,22 +61,18 @@ type Authorization struct {
 	Audit ports.AuditSink
 }
 
-// Errors of New, NewAdmission, Start and Stop. New's errors wrap one of
-// the first seven.
-// ErrAlreadyStarted, ErrStopped and ErrStopTimeout are the shared host
-// lifecycle's ([streamable.ErrStopped] and so on), so errors.Is matches
-// either name.
+// Errors of New and NewAdmission; New's errors wrap one of them. Start and
+// Stop fail with the lifecycle errors every carrier shares
+// ([engine.ErrAlreadyStarted], [engine.ErrStopped],
+// [engine.ErrStopTimeout]), wrapped as "httpremote: …".
 var (
-	ErrHost           = errors.New("httpremote: Host must be a literal IP address")
-	ErrPort           = errors.New("httpremote: Port must be within 0..65535")
-	ErrPublicURL      = errors.New("httpremote: PublicURL must be an absolute https URL in canonical form")
-	ErrIssuer         = errors.New("httpremote: Issuer must be an absolute https URL")
-	ErrScopes         = errors.New("httpremote: Scopes must hold at least one RFC 6749 scope token, and only such tokens")
-	ErrTrustedProxy   = errors.New("httpremote: a trusted proxy must be a literal IP address")
-	ErrVerifier       = errors.New("httpremote: Authorization.Verifier is required")
-	ErrAlreadyStarted = streamable.ErrAlreadyStarted
-	ErrStopped        = streamable.ErrStopped
-	ErrStopTimeout    = streamable.ErrStopTimeout
+	ErrHost         = errors.New("httpremote: Host must be a literal IP address")
+	ErrPort         = errors.New("httpremote: Port must be within 0..65535")
+	ErrPublicURL    = errors.New("httpremote: PublicURL must be an absolute https URL in canonical form")
+	ErrIssuer       = errors.New("httpremote: Issuer must be an absolute https URL")
+	ErrScopes       = errors.New("httpremote: Scopes must hold at least one RFC 6749 scope token, and only such tokens")
+	ErrTrustedProxy = errors.New("httpremote: a trusted proxy must be a literal IP address")
+	ErrVerifier     = errors.New("httpremote: Authorization.Verifier is required")
 )
 
 // docs/SPEC.md §5.3's connection caps.
@@ -124,6 +120,8 @@ type Host struct {
 	srv    *streamable.Server
 }
 
+var _ engine.Carrier = (*Host)(nil)
+
 // New returns a host serving eng. It binds nothing ([Host.Start] does) and
 // fails, in this order, with an error wrapping ErrHost, ErrPort, then
 // [NewAdmission]'s errors (ErrVerifier, ErrPublicURL, ErrIssuer, ErrScopes,
@@ -162,10 +160,6 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 		return nil, errors.New("httpremote: nil engine")
 	}
 	l.framing.Logger = door.logger
-	framing, err := streamable.NewHandler(eng, l.framing)
-	if err != nil {
-		return nil, fmt.Errorf("httpremote: %w", err)
-	}
 	network := "tcp4"
 	if bind.Is6() {
 		network = "tcp6"
@@ -176,10 +170,14 @@ func newHost(eng *engine.Engine, opts Options, l limits) (*Host, error) {
 	so.Listen = func() (net.Listener, error) {
 		return net.Listen(network, net.JoinHostPort(bind.String(), strconv.Itoa(opts.Port)))
 	}
+	var framing *streamable.Handler // made by the Server: its requests' contexts end with the engine
 	so.Admit = func(netip.AddrPort) http.Handler { return door.Wrap(framing) }
 	srv, err := streamable.NewServer(so)
 	if err != nil {
 		return nil, err
+	}
+	if framing, err = srv.NewHandler(l.framing); err != nil {
+		return nil, fmt.Errorf("httpremote: %w", err)
 	}
 	return &Host{bind: bind, logger: door.logger, door: door, srv: srv}, nil
 }
@@ -192,16 +190,15 @@ func (discardAudit) Audit(ports.AuditRecord) {}
 func (h *Host) String() string { return "httpremote.Host(" + h.door.res.publicURL + ")" }
 
 // Start validates the engine's catalog (docs/SPEC.md §2: a violation fails
-// start-up before any port is bound), then listens on Host:Port and serves.
-// It returns the bound address (with the port chosen when Port was 0) once
-// connections are accepted. It fails with ErrAlreadyStarted (a second
-// Start), ErrStopped (Stop came first, or won against this Start: then
-// nothing was bound), the catalog's error, ctx's error, or the listen error
-// (address in use). A failed Start ends the host.
-func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
-	bound, err := h.srv.Start(ctx)
-	if err != nil {
-		return netip.AddrPort{}, err
+// start-up before any port is bound), then listens on Host:Port and serves;
+// it returns once connections are accepted, and [Host.Addr] is then the
+// bound address. It fails with an error wrapping [engine.ErrAlreadyStarted]
+// (a second Start) or [engine.ErrStopped] (Stop came first, or won against
+// this Start: then nothing was bound), the catalog's error, ctx's error, or
+// the listen error (address in use). A failed Start ends the host.
+func (h *Host) Start(ctx context.Context) error {
+	if err := h.srv.Start(ctx); err != nil {
+		return err
 	}
 	switch {
 	case !h.bind.IsLoopback():
@@ -209,24 +206,30 @@ func (h *Host) Start(ctx context.Context) (netip.AddrPort, error) {
 	case len(h.door.proxies) == 0:
 		h.logger.Warn("httpremote: bound to loopback with no trusted proxy: every client behind the proxy shares one throttle budget")
 	}
-	h.logger.Info("httpremote: serving", "listen", bound.String(), "url", h.door.res.publicURL)
-	return bound, nil
+	h.logger.Info("httpremote: serving", "listen", h.Addr().String(), "url", h.door.res.publicURL)
+	return nil
 }
+
+// Addr is the address the started host listens on (with the port chosen
+// when Port was 0); the zero AddrPort before a successful Start.
+func (h *Host) Addr() netip.AddrPort { return h.srv.Addr() }
 
 // Stop ends the host: it stops accepting, cancels the calls in flight with
 // cause [engine.ErrShuttingDown] (a tools/call still answers "server is
 // shutting down" to its client, docs/SPEC.md §3), closes every connection
 // once its answer is written, and returns when every connection has ended.
 // Calls parked in input-required rounds are the engine's: shut the engine
-// down after Stop. It returns ErrStopTimeout when that takes longer than 5
-// s (a session ignoring cancellation) or ctx's error when ctx ends first;
-// the host keeps shutting down in either case. A Stop during a pending
-// Start makes that Start fail with ErrStopped without binding. Stop is safe
-// to repeat and to call concurrently; after it returns nil, Wait returns at
+// down after Stop. It returns an error wrapping [engine.ErrStopTimeout]
+// when that takes longer than 5 s (a session ignoring cancellation) or
+// ctx's error when ctx ends first; the host keeps shutting down in either
+// case. A Stop during a pending Start makes that Start fail with
+// [engine.ErrStopped] without binding. Stop is safe to repeat, to call
+// concurrently and before Start; after it returns nil, Wait returns at
 // once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }
 
-// Wait blocks until the host has stopped: it returns nil after Stop, the
-// failure when serving failed on its own or Start failed. Before Start it
-// blocks until Start fails or the host is stopped.
+// Wait blocks until the host has ended: it returns nil after Stop, the
+// failure when serving failed on its own or Start failed (nil when Stop
+// made Start fail). Before Start it blocks until Start fails or the host is
+// stopped.
 func (h *Host) Wait() error { return h.srv.Wait() }

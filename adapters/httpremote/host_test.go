@@ -131,14 +131,15 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := h.Addr()
 	if !addr.Addr().IsLoopback() || addr.Port() == 0 {
 		t.Errorf("Start = %v, want 127.0.0.1:<port>", addr)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrAlreadyStarted) {
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), guard)
@@ -152,7 +153,7 @@ func TestLifecycle(t *testing.T) {
 	if err := h.Wait(); err != nil {
 		t.Errorf("Wait: %v", err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrStopped) {
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start after Stop: %v", err)
 	}
 	if c, err := net.DialTimeout("tcp", addr.String(), guard); err == nil {
@@ -169,7 +170,7 @@ func TestStopBeforeStart(t *testing.T) {
 	if err := h.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Start(t.Context()); !errors.Is(err, httpremote.ErrStopped) {
+	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start after Stop: %v", err)
 	}
 	if err := h.Wait(); err != nil {
@@ -193,7 +194,7 @@ func TestStartPortInUse(t *testing.T) {
 	}
 	started := make(chan error, 1)
 	go func() {
-		_, err := h.Start(t.Context())
+		err := h.Start(t.Context())
 		started <- err
 	}()
 	select {
@@ -220,12 +221,12 @@ func TestStartValidatesCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Start(t.Context())
+	err = h.Start(t.Context())
 	var ce *domain.CatalogError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Start: %v, want a catalog error", err)
 	}
-	if _, err := h.Start(t.Context()); err == nil {
+	if err := h.Start(t.Context()); err == nil {
 		t.Error("Start after a failed Start succeeded")
 	}
 }
@@ -252,7 +253,7 @@ func TestStartWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Start(t.Context()); err != nil {
+		if err := h.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Stop(t.Context()); err != nil {

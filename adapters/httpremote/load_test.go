@@ -65,10 +65,11 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := h.Start(t.Context())
+	err = h.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := h.Addr()
 	addr := bound.String()
 	lh := load.HTTPHost{URL: "http://" + addr + "/mcp", Host: publicHost, Addr: addr, Token: valid}
 

@@ -66,6 +66,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // DefaultBaseURL is OpenAI's API.
@@ -192,10 +194,7 @@ func New(opts Options) (*Model, error) {
 			ForceAttemptHTTP2:     true,
 		}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logs.OrDiscard(opts.Logger)
 	m := &Model{name: opts.Model, endpoint: endpoint, key: opts.APIKey, keyRE: keyForms(opts.APIKey), stream: !opts.DisableStreaming, opts: opts, log: log}
 	cfg := goopenai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = endpoint

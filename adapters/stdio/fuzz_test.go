@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/internal/fake"
-	"github.com/agentmcp/agentmcp/internal/transcript"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 // lineSink is the carrier's stdout: it records what is written and flags

@@ -7,13 +7,16 @@
 // drain-then-stop order at the end of input). Nothing but MCP messages is
 // ever written to stdout; logs go to the engine's Logger.
 //
-// Lifecycle: [New] → [Transport.Start] → [Transport.Wait] /
-// [Transport.Stop]. A Transport serves once.
+// Lifecycle: the Transport is an [engine.Carrier] (docs/SPEC.md §5): [New]
+// → [Transport.Start] → [Transport.Wait] / [Transport.Stop], then the
+// engine's Shutdown ([engine.Engine.Run] does the last two in order). A
+// Transport serves once.
 package stdio
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -40,26 +43,21 @@ type Options struct {
 	DrainTimeout time.Duration
 }
 
-// Lifecycle errors. ErrInputClosed and ErrStartTimeout are the engine's, so
-// errors.Is matches either name.
-var (
-	ErrAlreadyStarted = errors.New("stdio: already started")
-	ErrStopped        = errors.New("stdio: stopped during start-up")
-	ErrInputClosed    = engine.ErrInputClosed
-	ErrStartTimeout   = engine.ErrStartTimeout
-)
-
 // Transport is the stdio carrier. Its methods are safe for concurrent use.
 type Transport struct {
 	eng  *engine.Engine
 	opts Options
 
-	mu      sync.Mutex
-	started bool
-	cancel  context.CancelFunc // ends serving; set by Start
-	done    chan struct{}      // closed when serving has ended
-	err     error              // why; set before done closes
+	mu       sync.Mutex
+	started  bool
+	stopped  bool               // Stop was called
+	cancel   context.CancelFunc // ends serving; set by Start
+	startErr error              // ctx's error when it cut start-up short
+	done     chan struct{}      // closed when serving has ended
+	err      error              // why; set before done closes
 }
+
+var _ engine.Carrier = (*Transport)(nil)
 
 // New returns a stdio carrier serving eng. It fails when eng is nil.
 func New(eng *engine.Engine, opts Options) (*Transport, error) {
@@ -77,15 +75,20 @@ func New(eng *engine.Engine, opts Options) (*Transport, error) {
 
 // Start validates the session's catalog and returns once the server can
 // answer; frames that arrive meanwhile are kept and served in order. It
-// fails with ErrAlreadyStarted (a second Start), a catalog error, or when
-// start-up is cut short: ErrInputClosed (stdin ended before anything
-// arrived), ErrStopped (Stop), ErrStartTimeout (15 s) or ctx's error (ctx
-// bounds start-up only). A failed Start ends the Transport.
+// fails with an error wrapping [engine.ErrAlreadyStarted] (a second Start),
+// a catalog error, or when start-up is cut short: [engine.ErrInputClosed]
+// (stdin ended before anything arrived), [engine.ErrStopped] (Stop),
+// [engine.ErrStartTimeout] (15 s) or ctx's error (ctx bounds start-up
+// only). A failed Start ends the Transport.
 func (t *Transport) Start(ctx context.Context) error {
 	t.mu.Lock()
-	if t.started {
+	switch {
+	case t.stopped:
 		t.mu.Unlock()
-		return ErrAlreadyStarted
+		return errStopped
+	case t.started:
+		t.mu.Unlock()
+		return errAlreadyStarted
 	}
 	t.started = true
 	serve, cancel := context.WithCancel(context.Background())
@@ -106,7 +109,7 @@ func (t *Transport) Start(ctx context.Context) error {
 	}
 	go func() {
 		err := t.eng.ServeConn(serve, t.opts.Stdin, t.opts.Stdout, opts)
-		if err != nil && !errors.Is(err, ErrInputClosed) {
+		if err != nil && !errors.Is(err, engine.ErrInputClosed) {
 			t.eng.Logger().Error("stdio: serving failed", "err", err)
 		}
 		served <- err
@@ -126,58 +129,68 @@ func (t *Transport) Start(ctx context.Context) error {
 		default:
 		}
 		if err == nil {
-			return ErrStopped // Stop ended start-up
+			return errStopped // Stop ended start-up
 		}
 		return err
 	case <-ctx.Done():
+		t.mu.Lock()
+		t.startErr = ctx.Err()
+		t.mu.Unlock()
 		cancel()
 		<-t.done
 		return ctx.Err()
 	}
 }
 
+// The shared lifecycle errors, as this carrier reports them.
+var (
+	errAlreadyStarted = fmt.Errorf("stdio: %w", engine.ErrAlreadyStarted)
+	errStopped        = fmt.Errorf("stdio: %w", engine.ErrStopped)
+)
+
 // end records why serving ended and releases Wait; a stop or a clean end of
-// input is nil.
+// input is nil, a start-up cut short by its ctx is ctx's error.
 func (t *Transport) end(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if errors.Is(err, ErrInputClosed) {
+	switch {
+	case t.startErr != nil:
+		err = t.startErr
+	case errors.Is(err, engine.ErrInputClosed):
 		err = nil
 	}
 	t.err = err
 	close(t.done)
 }
 
-// Wait blocks until serving ends: nil when the client closed stdin or Stop
-// was called, the carrier failure otherwise (a broken stdout, a failed
-// read). Before Start it returns nil at once.
+// Wait blocks until the Transport has ended: nil when the client closed
+// stdin or Stop was called, Start's error when start-up failed otherwise,
+// the carrier failure when serving failed (a broken stdout, a failed read).
+// Before Start it blocks until Start fails or Stop is called.
 func (t *Transport) Wait() error {
-	t.mu.Lock()
-	started := t.started
-	t.mu.Unlock()
-	if !started {
-		return nil
-	}
 	<-t.done
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.err
 }
 
-// Stop cancels a pending Start or ends serving: calls in flight are
-// cancelled (a tools/call still answers "server is shutting down" while
-// stdout works) and waited for, at most DrainTimeout; then Stop returns,
-// or when ctx ends first with ctx's error. Stdin is closed when it is an
-// io.Closer other than os.Stdin, so the reader ends too. Stop is safe to
-// repeat and to call concurrently, and before Start.
+// Stop cancels a pending Start (which then fails with
+// [engine.ErrStopped]) or ends serving: calls in flight are cancelled (a
+// tools/call still answers "server is shutting down" while stdout works)
+// and waited for, at most DrainTimeout; then Stop returns, or when ctx ends
+// first with ctx's error. Stdin is closed when it is an io.Closer other
+// than os.Stdin, so the reader ends too. Stop is safe to repeat, to call
+// concurrently, and before Start (a later Start fails with
+// [engine.ErrStopped]).
 func (t *Transport) Stop(ctx context.Context) error {
 	t.mu.Lock()
-	if !t.started {
-		t.started = true // a later Start fails
+	if !t.started && !t.stopped {
+		t.stopped = true // a later Start fails
 		t.mu.Unlock()
 		close(t.done)
 		return nil
 	}
+	t.stopped = true
 	cancel := t.cancel
 	t.mu.Unlock()
 	if cancel == nil {

@@ -78,13 +78,17 @@ func TestLifecycleErrors(t *testing.T) {
 		t.Error("New without an engine succeeded")
 	}
 	p := newTransport(t, fake.New(), stdio.Options{})
-	if err := p.tr.Wait(); err != nil {
-		t.Errorf("Wait before Start = %v, want nil", err)
-	}
+	waited := make(chan error, 1)
+	go func() { waited <- p.tr.Wait() }() // before Start: blocks like any other time
 	if err := p.tr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait called before Start returned %v while serving", err)
+	default:
+	}
+	if err := p.tr.Start(ctx); !errors.Is(err, engine.ErrAlreadyStarted) {
 		t.Errorf("second Start = %v, want ErrAlreadyStarted", err)
 	}
 	var wg sync.WaitGroup
@@ -96,18 +100,21 @@ func TestLifecycleErrors(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := p.tr.Wait(); err != nil {
+	if err := <-waited; err != nil {
 		t.Errorf("Wait after Stop = %v, want nil", err)
 	}
-	if err := p.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
-		t.Errorf("Start after Stop = %v, want ErrAlreadyStarted (a Transport serves once)", err)
+	if err := p.tr.Start(ctx); !errors.Is(err, engine.ErrStopped) {
+		t.Errorf("Start after Stop = %v, want ErrStopped (a Transport serves once)", err)
 	}
 	stopped := newTransport(t, fake.New(), stdio.Options{})
 	if err := stopped.tr.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := stopped.tr.Start(ctx); !errors.Is(err, stdio.ErrAlreadyStarted) {
-		t.Errorf("Start after a Stop before Start = %v, want ErrAlreadyStarted", err)
+	if err := stopped.tr.Start(ctx); !errors.Is(err, engine.ErrStopped) || err.Error() != "stdio: stopped" {
+		t.Errorf("Start after a Stop before Start = %v, want ErrStopped as stdio's", err)
+	}
+	if err := stopped.tr.Wait(); err != nil {
+		t.Errorf("Wait after a Stop before Start = %v, want nil", err)
 	}
 }
 
@@ -167,7 +174,7 @@ func TestInputClosedDuringStartup(t *testing.T) {
 	go func() { started <- p.tr.Start(context.Background()) }()
 	<-g.entered
 	p.in.Close()
-	if err := <-started; !errors.Is(err, stdio.ErrInputClosed) {
+	if err := <-started; !errors.Is(err, engine.ErrInputClosed) {
 		t.Errorf("Start = %v, want ErrInputClosed", err)
 	}
 }
@@ -181,7 +188,7 @@ func TestStopWinsAgainstStart(t *testing.T) {
 	if err := p.tr.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-started; !errors.Is(err, stdio.ErrStopped) {
+	if err := <-started; !errors.Is(err, engine.ErrStopped) {
 		t.Errorf("Start = %v, want ErrStopped", err)
 	}
 	if err := p.tr.Wait(); err != nil {
@@ -195,7 +202,7 @@ func TestStartIsBoundedTo15s(t *testing.T) {
 		p := newTransport(t, g, stdio.Options{})
 		begin := time.Now()
 		err := p.tr.Start(context.Background())
-		if !errors.Is(err, stdio.ErrStartTimeout) {
+		if !errors.Is(err, engine.ErrStartTimeout) {
 			t.Fatalf("Start = %v, want ErrStartTimeout", err)
 		}
 		if d := time.Since(begin); d != 15*time.Second {
@@ -359,7 +366,7 @@ func TestEmptyInputNeverStopsStartUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tr.Start(t.Context()); err != nil && !errors.Is(err, stdio.ErrInputClosed) {
+		if err := tr.Start(t.Context()); err != nil && !errors.Is(err, engine.ErrInputClosed) {
 			t.Fatalf("Start = %v, want nil or ErrInputClosed", err)
 		}
 		if err := tr.Wait(); err != nil {

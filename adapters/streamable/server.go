@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/netcap"
 )
 
 // Defaults of [ServerOptions], the numbers docs/SPEC.md §5.2 gives the loopback host
@@ -20,18 +21,17 @@ const (
 	DefaultMaxHeaderBytes    = 16 << 10 // request line and headers, bytes
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
-	DefaultStopTimeout       = 5 * time.Second
-	DefaultSendBuffer        = 256 << 10 // bytes
+	DefaultStopTimeout       = engine.StopTimeout
+	DefaultSendBuffer        = netcap.DefaultSendBuffer // bytes
 )
 
-// Errors of [Server.Start] and [Server.Stop]. The hosts re-export them under
-// their own names (httploopback.ErrStopped is ErrStopped), so errors.Is
-// works with either.
-var (
-	ErrAlreadyStarted = errors.New("streamable: already started")
-	ErrStopped        = errors.New("streamable: stopped")
-	ErrStopTimeout    = errors.New("streamable: calls still running when the stop timeout ended")
-)
+// ConnLimits configures the connection caps of a [Server] (docs/SPEC.md
+// §5.2, §5.3); see [netcap.Limits].
+type ConnLimits = netcap.Limits
+
+// ErrConnLimits is wrapped by [NewServer]'s error for connection caps it
+// cannot apply.
+var ErrConnLimits = netcap.ErrLimits
 
 // ServerOptions configures a [Server]. Engine, Listen, Admit and
 // Conns.Total are required; every other zero field means its default.
@@ -56,9 +56,9 @@ type ServerOptions struct {
 	// 0). Start calls it once, with the lock held, before serving: it must
 	// not call the Server's methods.
 	Admit func(bound netip.AddrPort) http.Handler
-	// Conns caps the open connections (see [LimitListener]); the server
-	// reports its connections' states to the listener, so idle ones make
-	// room for newcomers.
+	// Conns caps the open connections (see [netcap.NewListener]); the
+	// server reports its connections' states to the listener, so idle ones
+	// make room for newcomers.
 	Conns ConnLimits
 	// MaxHeaderBytes bounds a request's line and headers, in bytes as
 	// sent; default 16 KiB. A request over it gets 431, empty, with
@@ -77,7 +77,8 @@ type ServerOptions struct {
 	// starts within it, counted from when the previous response was written
 	// (net/http arms it after the response is flushed); default 60 s.
 	IdleTimeout time.Duration
-	// StopTimeout bounds [Server.Stop]; default 5 s (docs/SPEC.md §3 "Ending").
+	// StopTimeout bounds [Server.Stop]; default [engine.StopTimeout], 5 s
+	// (docs/SPEC.md §3 "Ending").
 	StopTimeout time.Duration
 	// SendBuffer is the kernel send buffer (SO_SNDBUF) of each accepted
 	// connection, in bytes; default 256 KiB. It bounds the kernel memory a
@@ -104,8 +105,9 @@ const (
 )
 
 // Server serves an engine over Streamable HTTP (HTTP/1.1 only) for one
-// host, once: [Server.Start] validates the catalog and listens,
-// [Server.Stop] ends it, [Server.Wait] reports how it ended. It owns what
+// host, once. It is an [engine.Carrier]: [Server.Start] validates the
+// catalog and listens, [Server.Addr] is the address bound, [Server.Stop]
+// ends it, [Server.Wait] reports how it ended. It owns what
 // the two hosts share (docs/SPEC.md §5.2, §5.3, §3 "Ending"): the
 // http.Server and its timeouts, the header limit, the connection caps and
 // the stop sequence. The host keeps its admission and framing (Admit), its
@@ -128,17 +130,18 @@ type Server struct {
 	conns     sync.WaitGroup // open connections, from StateNew to StateClosed
 	serveDone chan struct{}  // closed when http.Server.Serve has returned
 
-	mu    sync.Mutex // guards state, srv, err
+	mu    sync.Mutex // guards state, srv, bound, err
 	state state
 	srv   *http.Server
-	err   error         // what Wait returns; set before done closes
-	done  chan struct{} // closed once the server has stopped (or failed to start)
-	once  sync.Once     // closes done
+	bound netip.AddrPort // what Listen bound; set by a successful Start
+	err   error          // what Wait returns; set before done closes
+	done  chan struct{}  // closed once the server has stopped (or failed to start)
+	once  sync.Once      // closes done
 }
 
 // NewServer returns a Server for opts; it binds nothing. It fails when
-// Engine, Listen or Admit is nil, Conns is refused by [LimitListener] (an
-// error wrapping [ErrConnLimits]) or a duration is negative.
+// Engine, Listen or Admit is nil, Conns is refused by [netcap.NewListener]
+// (an error wrapping [ErrConnLimits]) or a duration is negative.
 func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Name == "" {
 		opts.Name = "streamable"
@@ -146,8 +149,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	switch {
 	case opts.Engine == nil || opts.Listen == nil || opts.Admit == nil:
 		return nil, errors.New(opts.Name + ": ServerOptions needs Engine, Listen and Admit")
-	case opts.Conns.check() != nil:
-		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.check())
+	case opts.Conns.Check() != nil:
+		return nil, fmt.Errorf("%s: ServerOptions.Conns: %w", opts.Name, opts.Conns.Check())
 	case opts.MaxHeaderBytes < 0 || opts.ReadHeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.StopTimeout < 0 || opts.SendBuffer < 0:
 		return nil, errors.New(opts.Name + ": ServerOptions must not be negative")
 	}
@@ -181,56 +184,87 @@ func orDefault[T ~int | ~int64](v *T, def T) {
 	}
 }
 
-// Start validates the session's catalog (docs/SPEC.md §2: a violation fails start-up
-// before anything is bound), then listens and serves. It returns the bound
-// address once connections are accepted. It fails with ErrAlreadyStarted (a
-// second Start), ErrStopped (Stop came first, or won against this Start:
-// then Listen was not called), the catalog's error, ctx's error (ctx bounds
-// the validation only), or the listen error (address in use). A failed
-// Start ends the Server: [Server.Wait] then returns its error (nil for
-// ErrStopped).
-func (s *Server) Start(ctx context.Context) (netip.AddrPort, error) {
+var _ engine.Carrier = (*Server)(nil)
+
+// NewHandler returns a [Handler] for the Server's engine, like the package
+// NewHandler, that knows its requests come through this Server: their
+// contexts derive from the engine's [engine.Engine.BaseContext] (the
+// Server's base), so an exchange arranges nothing per request to end its
+// calls at [engine.Engine.Shutdown] ([engine.ExchangeOptions].EndsWithEngine).
+// Give it to Admit only: mounted in another server, its calls would not
+// end at Shutdown. A Handler made with the package NewHandler is the one to
+// mount elsewhere (it binds each call to the engine's end itself).
+func (s *Server) NewHandler(opts Options) (*Handler, error) {
+	h, err := NewHandler(s.opts.Engine, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.endsWithEngine = true
+	return h, nil
+}
+
+// Start validates the session's catalog (docs/SPEC.md §2: a violation fails
+// start-up before anything is bound), then listens and serves; it returns
+// once connections are accepted ([Server.Addr] is then the bound address).
+// It fails with an error wrapping [engine.ErrAlreadyStarted] (a second
+// Start) or [engine.ErrStopped] (Stop came first, or won against this
+// Start: then Listen was not called), the catalog's error, ctx's error (ctx
+// bounds the validation only), or the listen error (address in use). A
+// failed Start ends the Server: [Server.Wait] then returns its error (nil
+// for ErrStopped).
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	switch s.state {
 	case starting, started:
 		s.mu.Unlock()
-		return netip.AddrPort{}, ErrAlreadyStarted
+		return s.lifecycleErr(engine.ErrAlreadyStarted)
 	case stopped:
 		s.mu.Unlock()
-		return netip.AddrPort{}, ErrStopped
+		return s.lifecycleErr(engine.ErrStopped)
 	}
 	s.state = starting
 	s.mu.Unlock()
 
 	err := s.validate(ctx)
-	var bound netip.AddrPort
 	if err == nil {
-		bound, err = s.listenAndServe()
+		err = s.listenAndServe()
 	}
 	switch {
-	case errors.Is(err, ErrStopped): // Stop has ended the server already
-		return netip.AddrPort{}, ErrStopped
+	case errors.Is(err, engine.ErrStopped): // Stop has ended the server already
+		return s.lifecycleErr(engine.ErrStopped)
 	case err != nil:
 		s.mu.Lock()
 		s.state = stopped
 		s.mu.Unlock()
 		s.finish(err)
 		s.beginStop(nil) // nothing is bound: this only releases the engine
-		return netip.AddrPort{}, err
+		return err
 	}
-	return bound, nil
+	return nil
+}
+
+// lifecycleErr wraps one of the engine's lifecycle errors with the
+// Server's name.
+func (s *Server) lifecycleErr(err error) error { return fmt.Errorf("%s: %w", s.opts.Name, err) }
+
+// Addr is the address Listen bound (with the port chosen for port 0); the
+// zero AddrPort before a successful Start.
+func (s *Server) Addr() netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bound
 }
 
 // validate runs the start-up catalog check, cut short by ctx or Stop.
 func (s *Server) validate(ctx context.Context) error {
 	vctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(s.stopSignal, func() { cancel(ErrStopped) })
+	stop := context.AfterFunc(s.stopSignal, func() { cancel(engine.ErrStopped) })
 	defer stop()
 	err := s.opts.Engine.Validate(vctx)
 	if cause := context.Cause(vctx); cause != nil {
-		if errors.Is(cause, ErrStopped) {
-			return ErrStopped
+		if errors.Is(cause, engine.ErrStopped) {
+			return engine.ErrStopped
 		}
 		if err != nil {
 			return cause
@@ -243,22 +277,22 @@ func (s *Server) validate(ctx context.Context) error {
 }
 
 // listenAndServe binds and starts serving, unless Stop came first.
-func (s *Server) listenAndServe() (netip.AddrPort, error) {
+func (s *Server) listenAndServe() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Stop takes this lock to mark the server stopped: either it did so
 	// before this point and nothing is bound, or it will find s.srv.
 	if s.state == stopped {
-		return netip.AddrPort{}, ErrStopped
+		return engine.ErrStopped
 	}
 	ln, err := s.opts.Listen()
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
+		return fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
-	limited, err := LimitListener(sendBufferListener{ln, s.opts.SendBuffer}, s.opts.Conns)
+	limited, err := netcap.NewListener(netcap.SendBuffer(ln, s.opts.SendBuffer), s.opts.Conns)
 	if err != nil { // NewServer checked the limits
 		_ = ln.Close()
-		return netip.AddrPort{}, fmt.Errorf("%s: %w", s.opts.Name, err)
+		return fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
 	bound := addrPort(ln.Addr())
 	protocols := new(http.Protocols)
@@ -281,24 +315,9 @@ func (s *Server) listenAndServe() (netip.AddrPort, error) {
 		},
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
-	s.srv, s.state = srv, started
+	s.srv, s.state, s.bound = srv, started, bound
 	go s.serve(srv, limited)
-	return bound, nil
-}
-
-// sendBufferListener sets the send buffer of every TCP connection it
-// accepts (ServerOptions.SendBuffer).
-type sendBufferListener struct {
-	net.Listener
-	size int
-}
-
-func (l sendBufferListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetWriteBuffer(l.size) // best effort: the kernel may clamp it
-	}
-	return c, err
+	return nil
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -332,13 +351,13 @@ func (s *Server) serve(srv *http.Server, ln net.Listener) {
 // connection once its answer is written and closes what is left after 4/5
 // of StopTimeout, and returns when every connection has ended. Calls parked
 // in input-required rounds belong to the engine: [engine.Engine.Shutdown]
-// ends them. It returns
-// ErrStopTimeout when that takes longer than StopTimeout (5 s; a session
-// ignoring cancellation) or ctx's error when ctx ends first; the server keeps
-// shutting down in either case. A Stop during a pending Start makes that
-// Start fail with ErrStopped without calling Listen. Stop is safe to repeat
-// and to call concurrently, and before Start; after it returns nil, Wait
-// returns at once.
+// ends them. It returns an error wrapping [engine.ErrStopTimeout] when that
+// takes longer than StopTimeout (5 s; a session ignoring cancellation) or
+// ctx's error when ctx ends first; the server keeps shutting down in either
+// case. A Stop during a pending Start makes that Start fail with
+// [engine.ErrStopped] without calling Listen. Stop is safe to repeat and to
+// call concurrently, and before Start; after it returns nil, Wait returns
+// at once.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.state = stopped
@@ -353,7 +372,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return ErrStopTimeout
+		return s.lifecycleErr(engine.ErrStopTimeout)
 	}
 }
 

@@ -167,7 +167,7 @@ func TestNeverReadingClientIsCutOff(t *testing.T) {
 const bigStall = 300 * time.Millisecond
 
 // serveBig serves s through the hosts' Server (whose connections are
-// LimitListener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
+// netcap.Listener's) on 127.0.0.1, with WriteStallTimeout bigStall and at
 // most conns connections, until the test ends. It returns the address and
 // a connection to it with a tiny receive buffer (hostile.DialSmall),
 // closed when the test ends.
@@ -186,10 +186,11 @@ func serveBig(t *testing.T, s bigSession, conns int) (string, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := srv.Start(t.Context())
+	err = srv.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := srv.Addr()
 	t.Cleanup(func() {
 		if err := srv.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
@@ -323,6 +324,26 @@ func TestBatchBusyWhenItsSlotsAreNotFree(t *testing.T) {
 	}
 	if n := len(s.Calls()); n != 3 {
 		t.Errorf("%d calls, want 3: an element of the refused batch ran", n)
+	}
+	// A batch the engine refuses whole takes no more slots: with one slot
+	// free it still gets the engine's 400, not 503.
+	for _, tc := range []struct {
+		name, body string
+		headers    []string
+		message    string
+	}{
+		{"not JSON", "[" + echo(12) + ",", nil, "Parse error"},
+		{"empty", "[]", nil, "Invalid Request: empty batch"},
+		{"too large", "[" + strings.Repeat(echo(13)+",", 16) + echo(14) + "]", nil, "Invalid Request: batch too large"},
+		{"in 2025-06-18", batch, []string{"MCP-Protocol-Version", "2025-06-18"}, "Invalid Request: batches are only part of protocol revision 2025-03-26"},
+	} {
+		resp := post(t, t.Context(), addr, tc.body, tc.headers...)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 {
+			t.Errorf("%s batch with 1 slot free: %d %q, want 400", tc.name, resp.StatusCode, b)
+		} else if r := decode(t, b); r.Error == nil || !strings.HasPrefix(r.Error.Message, tc.message) {
+			t.Errorf("%s batch with 1 slot free: %d %s, want 400 %q", tc.name, resp.StatusCode, b, tc.message)
+		}
 	}
 	s.Release()
 	for range 3 {

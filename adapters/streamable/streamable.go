@@ -18,7 +18,7 @@
 //	body over the limit (streamed, chunked)  413, empty          (while reading)
 //	body stalls past BodyReadTimeout         408, empty          (while reading)
 //	body breaks off (connection closed)      400, -32700 no id   (while reading)
-//	a batch when its slots are not free      503, empty          (after reading)
+//	a valid batch when its slots are not free 503, empty         (after reading)
 //	everything else                          the engine's answer: Answered 200,
 //	                                         Accepted 202, Invalid 400,
 //	                                         UnknownMethod 404
@@ -33,12 +33,13 @@
 // credential, the Origin rule, the exact request target). Around them the
 // package holds what both hosts run the same way: a [Server] (the HTTP/1.1
 // server, its timeouts, and the Start / Stop / Wait lifecycle of
-// docs/SPEC.md §5.2 and §3 "Ending") and [LimitListener] (the connection
-// caps of §5.2 and §5.3).
+// docs/SPEC.md §5.2 and §3 "Ending"), which caps and tunes its
+// connections with internal/netcap (§5.2, §5.3).
 package streamable
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -130,6 +131,9 @@ type Handler struct {
 	writeStall      time.Duration
 	unreadBodyGrace time.Duration
 	logger          *slog.Logger
+	// endsWithEngine: every request comes through a Server, whose
+	// contexts end when the engine shuts down (see [Server.NewHandler]).
+	endsWithEngine bool
 
 	// slots is the in-flight semaphore: a request holds one token from
 	// before its body is read until its answer is written and its calls
@@ -209,8 +213,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A 2025-03-26 batch holds one in-flight slot per element it runs at once,
 // at most half of MaxInFlight, so no one connection holds every slot
 // (docs/SPEC.md §5.2); its elements run that many at a time. The first slot
-// is taken before the body is read, the others once the engine has read
-// the batch; when they are not free the batch gets 503 then.
+// is taken before the body is read, the others once it is read and
+// [engine.BatchSize] has counted the elements of a batch the engine will
+// run; when they are not free the batch gets 503 then. A batch the engine
+// refuses whole (not JSON, a revision without batches, empty, too large)
+// takes no more slots: the engine answers it 400, slots free or not.
 //
 // A named principal (any but the zero Principal) holds at most half of
 // MaxInFlight slots too, its batches' included: beyond that its requests
@@ -236,14 +243,8 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached")
 		return
 	}
-	var batch *batchAdmission // a batch's slots; nil for a single message
-	defer func() {
-		held := 1
-		if batch != nil {
-			held = batch.held
-		}
-		h.release(held, p)
-	}()
+	held := 1 // a batch's elements may take more
+	defer func() { h.release(held, p) }()
 	if r.ContentLength > h.maxBody {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "declared body over the limit")
 		return
@@ -255,33 +256,20 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 	if !ok {
 		return
 	}
-	var admitBatch func(int) int
+	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, EndsWithEngine: h.endsWithEngine}
 	if jsonrpc.FirstByte(body) == '[' {
-		batch = &batchAdmission{h: h, p: p, held: 1}
-		admitBatch = batch.admit
+		// A batch's elements run in slots of their own, at most the share
+		// at once (docs/SPEC.md §5.2), taken at once or not at all.
+		if n := engine.BatchSize(body, opts.Headers, h.maxBatch); n > 0 {
+			run := min(n, h.share)
+			if run > 1 && !h.acquire(run-1, p) {
+				h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
+				return
+			}
+			held, opts.BatchConcurrency = run, run
+		}
 	}
-	h.exchange(w, r, out, body, p, admitBatch)
-}
-
-// batchAdmission lends a 2025-03-26 batch the extra slots its elements run
-// in (docs/SPEC.md §5.2: at most the share, 8), taken at once or not at all,
-// and remembers how many the request holds. Made only for batches: a single
-// message holds its one slot.
-type batchAdmission struct {
-	h    *Handler
-	p    ports.Principal
-	held int
-}
-
-// admit takes the slots for n elements: how many may run at once, or 0 when
-// they are not free (the batch is then refused whole).
-func (b *batchAdmission) admit(n int) int {
-	run := min(n, b.h.share)
-	if run > 1 && !b.h.acquire(run-1, b.p) {
-		return 0
-	}
-	b.held = max(b.held, run)
-	return run
+	h.exchange(w, r, out, body, opts)
 }
 
 // acquire takes n in-flight slots at once for p, or none: none when they
@@ -396,8 +384,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // call, on this goroutine or a parked call's) and the Handler's sseClock write
 // through one responder, under its lock; once the answer is written the
 // responder writes nothing more.
-func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, p ports.Principal, admitBatch func(int) int) {
-	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, AdmitBatch: admitBatch}
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responder, body []byte, opts engine.ExchangeOptions) {
 	if jsonrpc.FirstByte(body) != '[' {
 		opts.Notify = out.notify
 		h.sse.add(out)
@@ -417,10 +404,15 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, out *responde
 	defer out.mu.Unlock()
 	out.done = true
 	switch {
+	case reply.Kind == engine.Cancelled && out.sse:
+		// The client left, or cancelled the request: the stream ends
+		// without an answer.
 	case reply.Kind == engine.Cancelled:
-		// The client left: nothing to write.
-	case reply.Kind == engine.Busy:
-		h.refuse(w, r, http.StatusServiceUnavailable, "in-flight limit reached by a batch")
+		// The client left (nothing reaches it), or cancelled the request
+		// with notifications/cancelled and still waits: an empty 202,
+		// which clients take without an error, rather than an answer
+		// (docs/SPEC.md §3 "Cancellation").
+		w.WriteHeader(http.StatusAccepted)
 	case out.sse:
 		if len(reply.Body) > 0 {
 			out.event(reply.Body)
@@ -521,8 +513,6 @@ func statusOf(k engine.Outcome) int {
 		return http.StatusBadRequest
 	case engine.UnknownMethod:
 		return http.StatusNotFound
-	case engine.Busy:
-		return http.StatusServiceUnavailable
 	}
 	return http.StatusOK
 }
@@ -599,9 +589,9 @@ func writeBody(out *stallWriter, status int, body []byte) {
 	out.write(body)
 }
 
-// mcpHeaders collects the headers the modern revision compares with the body.
-// A header sent more than once is joined with commas, so it can only
-// mismatch.
+// mcpHeaders collects the headers the modern revision compares with the
+// body (MCP 2026-07-28 "Standard headers"), normalised as the engine wants
+// them: see headerValue.
 func mcpHeaders(h http.Header) engine.Headers {
 	var out engine.Headers
 	out.ProtocolVersion, out.HasProtocolVersion = headerValue(h, "Mcp-Protocol-Version")
@@ -611,13 +601,31 @@ func mcpHeaders(h http.Header) engine.Headers {
 }
 
 // headerValue reads a header by its canonical key (net/http canonicalizes
-// what it receives, so the map is indexed directly).
+// what it receives, so the map is indexed directly) and normalises it: a
+// header sent more than once is joined with commas (so it can only
+// mismatch), surrounding whitespace is trimmed, and a value of the form
+// =?base64?<standard base64 of UTF-8>?= is decoded (how a client sends a
+// tool name that is not a valid header value). A sentinel that does not
+// decode is kept as is, so it can only mismatch.
 func headerValue(h http.Header, key string) (string, bool) {
-	v := h[key]
-	if len(v) == 0 {
+	vs := h[key]
+	var v string
+	switch len(vs) {
+	case 0:
 		return "", false
+	case 1:
+		v = vs[0]
+	default:
+		v = strings.Join(vs, ",")
 	}
-	return strings.Join(v, ","), true
+	v = strings.TrimSpace(v)
+	const prefix, suffix = "=?base64?", "?="
+	if len(v) >= len(prefix)+len(suffix) && strings.HasPrefix(v, prefix) && strings.HasSuffix(v, suffix) {
+		if b, err := base64.StdEncoding.DecodeString(v[len(prefix) : len(v)-len(suffix)]); err == nil {
+			return string(b), true
+		}
+	}
+	return v, true
 }
 
 // isJSONContentType: exactly one Content-Type, of media type

@@ -5,8 +5,10 @@
 // every peer's credentials are checked before a frame is read: only
 // processes of this process's user are served.
 //
-// Lifecycle: [New] → [Server.Start] → [Server.Wait] / [Server.Stop], then
-// the engine's Shutdown. The README's "Writing a carrier" walks through it.
+// Lifecycle: the Server is an [engine.Carrier] (docs/SPEC.md §5): [New] →
+// [Server.Start] → [Server.Wait] / [Server.Stop], then the engine's
+// Shutdown ([engine.Engine.Run] does the last two in order). The README's
+// "Writing a carrier" walks through it.
 package unixsocket
 
 import (
@@ -34,11 +36,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Errors of Start.
+// Errors of Start, beside the lifecycle errors every carrier shares
+// ([engine.ErrAlreadyStarted], [engine.ErrStopped]), which it wraps as
+// "unixsocket: …".
 var (
-	ErrInUse          = errors.New("unixsocket: something answers on the socket path")
-	ErrNotSocket      = errors.New("unixsocket: the path exists and is not a socket")
-	ErrAlreadyStarted = errors.New("unixsocket: already started or stopped")
+	ErrInUse     = errors.New("unixsocket: something answers on the socket path")
+	ErrNotSocket = errors.New("unixsocket: the path exists and is not a socket")
+)
+
+var (
+	errAlreadyStarted = fmt.Errorf("unixsocket: %w", engine.ErrAlreadyStarted)
+	errStopped        = fmt.Errorf("unixsocket: %w", engine.ErrStopped)
 )
 
 // Server serves an engine on a Unix socket, once. Its methods are safe for
@@ -52,8 +60,9 @@ type Server struct {
 	slots  chan struct{} // one per connection served
 	conns  sync.WaitGroup
 
-	mu       sync.Mutex // guards ln and err; taken by Start whole
-	used     bool
+	mu       sync.Mutex // guards used, stopped, ln and err
+	used     bool       // Start or Stop was called
+	stopped  bool       // Stop was called
 	ln       net.Listener
 	made     os.FileInfo // the socket file Start created, to remove only it
 	err      error
@@ -78,32 +87,55 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		slots: make(chan struct{}, opts.MaxConns), done: make(chan struct{})}, nil
 }
 
+var _ engine.Carrier = (*Server)(nil)
+
 // Start validates the catalog, replaces a stale socket file, listens with
-// mode 0600 and serves. It fails with ErrAlreadyStarted, the catalog's error,
-// ErrInUse, ErrNotSocket, or the listen error; a failed Start ends the
-// Server.
+// mode 0600 and serves. It fails with an error wrapping
+// [engine.ErrAlreadyStarted] (a second Start) or [engine.ErrStopped] (Stop
+// came first, or during the validation: then nothing was bound), the
+// catalog's error, ctx's error (ctx bounds start-up only), ErrInUse,
+// ErrNotSocket, or the listen error; a failed Start ends the Server.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.used {
-		return ErrAlreadyStarted
+	switch {
+	case s.stopped:
+		s.mu.Unlock()
+		return errStopped
+	case s.used:
+		s.mu.Unlock()
+		return errAlreadyStarted
 	}
 	s.used = true
-	ln, err := s.listen(ctx)
+	s.mu.Unlock()
+
+	// The validation is cut short by ctx or by Stop (which cancels s.ctx).
+	vctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	err := s.eng.Validate(vctx)
+	stop()
+	cancel()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped { // Stop waits for this end
+		s.end(nil)
+		return errStopped
+	}
+	if err == nil {
+		s.ln, err = s.listen()
+	} else if ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		s.end(err)
 		return err
 	}
-	s.ln = ln
 	s.made, _ = os.Lstat(s.opts.Path) // nil if it is already gone: then Stop removes nothing
-	go s.accept(ln)
+	go s.accept(s.ln)
 	return nil
 }
 
-func (s *Server) listen(ctx context.Context) (net.Listener, error) {
-	if err := s.eng.Validate(ctx); err != nil {
-		return nil, err
-	}
+func (s *Server) listen() (net.Listener, error) {
 	if fi, err := os.Lstat(s.opts.Path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
 			return nil, ErrNotSocket
@@ -175,11 +207,15 @@ func (s *Server) end(err error) {
 // Start made (the same file, compared by device and inode: a file put there
 // since, such as another server's socket, stays), stops every connection
 // (calls in flight are cancelled; a tools/call still answers "server is
-// shutting down") and waits for them, or for ctx. Safe to repeat, and
-// before Start (which then fails).
+// shutting down") and waits for them — each connection drains for at most
+// 5 s ([engine.ConnOptions].DrainTimeout) — or for ctx (ctx's error). A
+// Stop during a pending Start makes it fail with [engine.ErrStopped]. Safe
+// to repeat, to call concurrently, and before Start (which then fails with
+// [engine.ErrStopped]); after it returns nil, Wait returns at once.
 func (s *Server) Stop(ctx context.Context) error {
 	s.cancel()
 	s.mu.Lock()
+	s.stopped = true
 	ln, made := s.ln, s.made
 	s.made = nil
 	if !s.used {
@@ -215,7 +251,9 @@ func removeOwn(path string, made os.FileInfo) {
 // Path is the socket file.
 func (s *Server) Path() string { return s.opts.Path }
 
-// Wait blocks until serving has ended: nil after Stop, else why.
+// Wait blocks until the Server has ended: nil after Stop, else why (a
+// failed Start's error included). Before Start it blocks until Start fails
+// or Stop is called.
 func (s *Server) Wait() error {
 	<-s.done
 	return s.err

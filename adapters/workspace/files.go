@@ -257,18 +257,22 @@ const lineCheckBytes = 256
 // reports the end of the line early once ctx is done: Go's regexp offers no
 // other way to stop a match, and one line can cost seconds.
 type lineReader struct {
-	ctx   context.Context
-	line  []byte
-	off   int // bytes handed out
-	check int // offset of the next cancellation check
+	ctx     context.Context
+	line    []byte
+	off     int       // bytes handed out
+	check   int       // offset of the next cancellation check
+	onCheck func(int) // the hooks' lineCheck; nil outside tests
 }
 
-func (r *lineReader) reset(ctx context.Context, line []byte) {
-	*r = lineReader{ctx: ctx, line: line}
+func (r *lineReader) reset(ctx context.Context, line []byte, onCheck func(int)) {
+	*r = lineReader{ctx: ctx, line: line, onCheck: onCheck}
 }
 
 func (r *lineReader) ReadRune() (rune, int, error) {
 	if r.off >= r.check {
+		if r.onCheck != nil {
+			r.onCheck(r.off)
+		}
 		if err := r.ctx.Err(); err != nil {
 			return 0, 0, err
 		}
@@ -292,21 +296,32 @@ func (w *searcher) match(line []byte) bool {
 	if len(line) <= CancelCheckBytes {
 		return w.re.Match(line) // in one piece: keeps regexp's fast paths (literal prefixes, backtracking)
 	}
-	w.long.reset(w.ctx, line)
-	defer w.long.reset(nil, nil)
+	w.long.reset(w.ctx, line, w.s.hooks.lineCheck)
+	defer w.long.reset(nil, nil, nil)
 	return w.re.MatchReader(&w.long)
 }
 
-func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+// patternArg reads tool's required "pattern" argument: a string of 1 to
+// MaxPatternBytes bytes (a glob for find_files, a regular expression for
+// search_text; each tool checks its own syntax after).
+func patternArg(args toolArgs, tool string) (string, error) {
 	pattern, _, err := args.str("pattern", true)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	switch {
 	case pattern == "":
-		return nil, invalidArgs("pattern must not be empty")
+		return "", invalidArgs("pattern must not be empty")
 	case len(pattern) > MaxPatternBytes:
-		return nil, invalidArgs(fmt.Sprintf("pattern is %d bytes; search_text takes at most %d", len(pattern), MaxPatternBytes))
+		return "", invalidArgs(fmt.Sprintf("pattern is %d bytes; %s takes at most %d", len(pattern), tool, MaxPatternBytes))
+	}
+	return pattern, nil
+}
+
+func (s *Session) searchText(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
+	pattern, err := patternArg(args, "search_text")
+	if err != nil {
+		return nil, err
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
@@ -355,18 +370,11 @@ func (w *searcher) dir(rel string) error {
 		return cancelled("search_text")
 	}
 	w.s.beforeOpen(rel)
-	d, err := w.s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
+	entries, err := w.s.readDirSorted(rel)
 	if err != nil {
 		w.res.FilesSkipped++
 		return nil
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		w.res.FilesSkipped++
-		return nil
-	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
 		switch t := e.Type(); {
@@ -384,6 +392,22 @@ func (w *searcher) dir(rel string) error {
 		}
 	}
 	return nil
+}
+
+// readDirSorted returns the entries of the directory rel (slash-separated,
+// from the root), sorted by name.
+func (s *Session) readDirSorted(rel string) ([]fs.DirEntry, error) {
+	d, err := s.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, nil
 }
 
 // file searches one file and reports progress every ProgressEvery files.
@@ -472,12 +496,13 @@ const (
 	KeepAnswer      = "keep"
 )
 
-// NotApprovedHint ends write_file's refusal when nobody approved the write:
-// the model and the person read what would let it through (docs/SPEC.md §6:
+// NotApprovedHint ends the refusal of a write (write_file, edit_file) or a
+// command (run_command) that nobody approved: the model and the person read
+// what would let it through (docs/SPEC.md §6:
 // a closed Caller — asking off, or a client that cannot be asked — denies
 // at once, and from inside the session that looks like a denial).
 const NotApprovedHint = "Nobody approved it: the person declined, or nobody could be asked. " +
-	"A write goes through only when the server asks the client (agentmcp --ask-client) and the client can answer: " +
+	"It goes through only when the server asks the client (agentmcp --ask-client) and the client can answer: " +
 	"a 2026-07-28 client on any carrier, or a client with form elicitation over stdio or a Unix socket; " +
 	"2025-era clients over HTTP cannot be asked."
 
@@ -555,7 +580,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 			return nil, fmt.Errorf("%q was not overwritten: no answer whether to overwrite it or keep it", p.display)
 		}
 	}
-	if err := s.replace(p, dirs, []byte(content), perm, created); err != nil {
+	if err := s.replace(p, dirs, []byte(content), perm, created, nil); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(content))
@@ -678,7 +703,7 @@ func (s *Session) changed(display string, isDir bool) error {
 	case !st.Mode().IsRegular():
 		why = "it is now neither a file nor a directory"
 	}
-	return fmt.Errorf("%q changed while permission was pending (%s): nothing was written; call write_file again to be asked about the path as it is now", display, why)
+	return fmt.Errorf("%q changed while permission was pending (%s): nothing was written; call the tool again to be asked about the path as it is now", display, why)
 }
 
 // replace writes data at p, in the directory dirs leads to, once openDirs
@@ -687,7 +712,11 @@ func (s *Session) changed(display string, isDir bool) error {
 // never a mix) or, for a new file, linked to it, which fails rather than
 // replace a file that appeared meanwhile. All of it is relative to the
 // verified directory's descriptor, by single names.
-func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool) error {
+//
+// verify, when not nil, is called with the verified directory and p's name
+// in it once the target has been found to be a regular file: edit_file
+// checks there that the file is still the one it read.
+func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool, verify func(dir *os.Root, base string) error) error {
 	dir, closeDir, err := s.openDirs(dirs)
 	if err != nil {
 		return err
@@ -696,12 +725,20 @@ func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.Fil
 	base := path.Base(p.display)
 	switch st, err := dir.Lstat(base); {
 	case errors.Is(err, fs.ErrNotExist):
+		if verify != nil {
+			return s.changed(p.display, false)
+		}
 	case err != nil:
 		return fsError(p, err)
 	case !st.Mode().IsRegular(): // a link, a directory or stranger: not what was approved
 		return s.changed(p.display, false)
 	case created:
 		return appeared(p)
+	}
+	if verify != nil {
+		if err := verify(dir, base); err != nil {
+			return err
+		}
 	}
 
 	var nonce [6]byte

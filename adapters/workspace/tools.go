@@ -90,12 +90,58 @@ var toolSpecs = []toolSpec{
 		params: []string{"path", "content"},
 		run:    (*Session).writeFile,
 	},
+	{
+		name:  "edit_file",
+		title: "Edit a file",
+		// Destructive (it changes a file), not idempotent (replace_all
+		// applied twice may change more), closed-world.
+		annotations: domain.ToolAnnotations{ReadOnlyHint: domain.Hint(false), DestructiveHint: domain.Hint(true),
+			IdempotentHint: domain.Hint(false), OpenWorldHint: domain.Hint(false)},
+		description: `Edit one file of the workspace by exact text replacement: old_text is replaced by new_text. Asks the user for permission first, showing the change as a diff; a denied call changes nothing. ` +
+			`old_text must match the file exactly (whitespace and line ends included) and occur exactly once, unless replace_all is true, which replaces every occurrence; include enough surrounding lines to make it unique. ` +
+			`The call fails, saying why, when old_text is not found, occurs more than once without replace_all, or equals new_text. ` +
+			`Files of at most 1 MiB (1048576 bytes), before and after the edit. The same path rules as write_file: no symbolic links, on the path or as the target. ` +
+			`If the file changes while the user decides, nothing is written and the call fails saying so. The file is replaced atomically and keeps its permission bits. Returns {path, replacements, bytes, sha256}.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1,"maxLength":4096,"description":"File to edit, relative to the workspace root."},"old_text":{"type":"string","minLength":1,"description":"The exact text to replace."},"new_text":{"type":"string","description":"The text to put in its place."},"replace_all":{"type":"boolean","description":"Replace every occurrence of old_text (default false: it must occur exactly once)."}},"required":["path","old_text","new_text"],"additionalProperties":false}`),
+		params: []string{"path", "old_text", "new_text", "replace_all"},
+		run:    (*Session).editFile,
+	},
+	{
+		name:        "find_files",
+		title:       "Find files",
+		annotations: readOnly,
+		description: `Find files of the workspace whose paths match a glob pattern: * matches within one path segment, ** any number of segments, ? one character, [abc] and {a,b} as in a shell (for example "**/*.go" or "cmd/*/main.go"). ` +
+			`The pattern is matched against paths relative to path (optional, a directory; default the workspace root). Symbolic links are reported but not followed; .git is never entered; ` +
+			`files and directories that the .gitignore files of the workspace ignore are skipped unless include_ignored is true. ` +
+			`Returns {pattern, path, files, truncated, stopped, ignored, skipped}: files are paths relative to the workspace root, sorted, at most 1000; truncated is true when the search stopped early ` +
+			`(stopped says why: "results", "entries" after 1000000 entries, or "time" after 20 s). Only files (not directories) are listed.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","minLength":1,"maxLength":1024,"description":"Glob pattern, for example \"**/*_test.go\"."},"path":{"type":"string","minLength":1,"maxLength":4096,"description":"Directory to search, relative to the workspace root; default the root."},"include_ignored":{"type":"boolean","description":"Also list what .gitignore files ignore (default false)."}},"required":["pattern"],"additionalProperties":false}`),
+		params: []string{"pattern", "path", "include_ignored"},
+		run:    (*Session).findFiles,
+	},
+	{
+		name:  "run_command",
+		title: "Run a shell command",
+		// Destructive (a command can change anything it may write) and
+		// open-world (it can reach the network and other programs).
+		annotations: domain.ToolAnnotations{ReadOnlyHint: domain.Hint(false), DestructiveHint: domain.Hint(true),
+			IdempotentHint: domain.Hint(false), OpenWorldHint: domain.Hint(true)},
+		description: `Run a shell command (/bin/sh -c) in the workspace root and return its exit code and output. Asks the user for permission first, showing the exact command; a denied call runs nothing. ` +
+			`Standard input is empty. The command runs at most timeout_s seconds (default 120, at most 600); then it and every process it started are killed (timedOut true). ` +
+			`Output is stdout and stderr interleaved as written; when there is more than 64 KiB, the first and last 32 KiB are kept and outputCut is true. ` +
+			`Environment variables whose names hold KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL are removed, and SSH_AUTH_SOCK and GPG_AGENT_INFO; TMPDIR is a private temporary directory. ` +
+			`Where the server runs it sandboxed (sandboxed true), the command may write only under the workspace root and TMPDIR: point caches there (for example GOCACHE=$TMPDIR/go-build go vet ./...). ` +
+			`Processes it leaves running in the background are killed when it exits. Returns {command, exitCode, signal, timedOut, output, outputBytes, outputCut, sandboxed}.`,
+		schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","minLength":1,"maxLength":8192,"description":"The shell command."},"timeout_s":{"type":"integer","minimum":1,"maximum":600,"description":"Time limit in seconds (default 120)."}},"required":["command"],"additionalProperties":false}`),
+		params: []string{"command", "timeout_s"},
+		run:    (*Session).runCommand,
+	},
 }
 
-func lookupTool(name string) *toolSpec {
-	for i := range toolSpecs {
-		if toolSpecs[i].name == name {
-			return &toolSpecs[i]
+func (s *Session) lookupTool(name string) *toolSpec {
+	for i := range s.tools {
+		if s.tools[i].name == name {
+			return &s.tools[i]
 		}
 	}
 	return nil

@@ -1,16 +1,23 @@
 // Package workspace is agentmcp's reference [ports.Session]: the session the
 // CLI serves, over one directory (its root).
 //
-// It offers four runtime tools, in this order:
+// It offers these runtime tools, in this order (docs/SPEC.md §2):
 //
 //   - list_dir {path}: the entries of one directory;
 //   - read_file {path}: one file's content, at most [MaxReadBytes];
 //   - search_text {pattern, path?}: lines matching a Go regular expression,
 //     at most [MaxMatches];
 //   - write_file {path, content}: replaces or creates one file, after asking
-//     permission through the call's [ports.Caller].
+//     permission through the call's [ports.Caller];
+//   - edit_file {path, old_text, new_text, replace_all?}: replaces exact
+//     text in one file, after asking with a diff of the change;
+//   - find_files {pattern, path?, include_ignored?}: files matching a **
+//     glob, .gitignore honoured, at most [MaxFindResults];
+//   - run_command {command, timeout_s?}: only with [Options.Commands]; one
+//     shell command in the root, after asking (docs/SPEC.md §9 "Commands").
 //
-// The first three are read-only and never ask. Every file access goes through
+// list_dir, read_file, search_text and find_files are read-only and never
+// ask. Every file access goes through
 // an [os.Root] opened on the root directory, so an absolute path, a ".."
 // component or a symbolic link cannot reach outside the root, not even when the
 // tree changes during a call: each open is resolved relative to the root's open
@@ -74,6 +81,18 @@
 //     are for a person to rename.
 //   - Files are opened non-blocking and checked to be regular files on the
 //     open descriptor, so a FIFO or device in the tree cannot stall a call.
+//   - edit_file checks everything it can before asking (the path as
+//     write_file does, the sizes, that old_text occurs as required), shows
+//     a unified diff built from the known replacements (no diff algorithm
+//     is needed), and after the approval writes only onto the very file it
+//     read, byte for byte, through write_file's verified-directory path.
+//   - find_files reads .gitignore files itself on doublestar patterns: the
+//     small libraries for it are unmaintained, and go-git's brings a
+//     filesystem abstraction along; global excludes and .git/info/exclude
+//     are not read.
+//   - run_command's sandbox is a function the caller gives
+//     ([Commands.Sandbox]; the CLI's is adapters/landlock's Wrap), so this
+//     package depends on no sandbox.
 //   - Cancelling a call's ctx ends it with a failed envelope
 //     "<tool> was cancelled"; an unknown tool name is a failed envelope
 //     "Unknown tool: <name>" (the engine normally refuses it first).
@@ -103,12 +122,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/internal/logs"
 )
 
 // Caps of the runtime tools. They are fixed (docs/SPEC.md §8), not options.
@@ -195,6 +217,11 @@ type Options struct {
 	// later (a rename, a replaced link) does not change the session's root.
 	Root string
 
+	// Commands, when set, adds run_command (docs/SPEC.md §9 "Commands"):
+	// New then also creates the session's private temporary directory,
+	// which Close removes.
+	Commands *Commands
+
 	// Logger receives one debug record per tool call (tool, executionId,
 	// success, duration; never arguments or contents). Nil discards.
 	Logger *slog.Logger
@@ -203,8 +230,23 @@ type Options struct {
 // Session is the reference workspace session. It is safe for concurrent use.
 // Create it with [New] and release it with [Session.Close].
 type Session struct {
-	root   *os.Root
-	log    *slog.Logger
+	root  *os.Root
+	log   *slog.Logger
+	tools []toolSpec // the catalog: toolSpecs, less run_command unless enabled
+
+	// run_command: nil cmds when it is off. rootPath is the root's
+	// absolute path with links resolved (a command's working directory and
+	// a writable tree of its sandbox); tmpDir the private temporary
+	// directory; closing ends with Close, which kills the commands' groups
+	// and waits for them (cmdWG, counted in under cmdMu).
+	cmds      *Commands
+	rootPath  string
+	tmpDir    string
+	closing   context.Context
+	closeCmds context.CancelFunc
+	cmdMu     sync.Mutex
+	cmdWG     sync.WaitGroup
+
 	closed atomic.Bool
 	seq    atomic.Uint64 // execution ids
 
@@ -224,6 +266,11 @@ type hooks struct {
 	// beforeMatch runs before search_text matches one line of the file rel
 	// (its number, from 1).
 	beforeMatch func(rel string, line int)
+
+	// lineCheck runs at each cancellation check while a line longer than
+	// CancelCheckBytes is matched, with the bytes handed to the matcher so
+	// far, before the check.
+	lineCheck func(off int)
 }
 
 // Interface guards.
@@ -239,11 +286,46 @@ func New(opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: open root: %w", err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := logs.OrDiscard(opts.Logger)
+	s := &Session{root: root, log: log, cmds: opts.Commands}
+	s.closing, s.closeCmds = context.WithCancel(context.Background())
+	for _, t := range toolSpecs {
+		if t.name != "run_command" || s.cmds != nil {
+			s.tools = append(s.tools, t)
+		}
 	}
-	return &Session{root: root, log: log}, nil
+	if s.cmds != nil {
+		if !commandsSupported {
+			root.Close()
+			return nil, errors.New("workspace: run_command needs a Unix system (process groups)")
+		}
+		if err := s.prepareCommands(opts.Root); err != nil {
+			root.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// prepareCommands resolves the root's path and creates the private
+// temporary directory.
+func (s *Session) prepareCommands(root string) error {
+	abs, err := filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: resolve root: %w", err)
+	}
+	s.rootPath = abs
+	if s.tmpDir, err = os.MkdirTemp("", "agentmcp-cmd-"); err != nil {
+		return fmt.Errorf("workspace: create the commands' temporary directory: %w", err)
+	}
+	if s.tmpDir, err = filepath.EvalSymlinks(s.tmpDir); err != nil {
+		os.RemoveAll(s.tmpDir)
+		return fmt.Errorf("workspace: create the commands' temporary directory: %w", err)
+	}
+	return nil
 }
 
 // Close refuses new calls with [ErrClosed] and closes the root. Calls in
@@ -252,6 +334,13 @@ func New(opts Options) (*Session, error) {
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.cmdMu.Lock()
+		s.closeCmds() // kills every running command's process group
+		s.cmdMu.Unlock()
+		s.cmdWG.Wait()
+		if s.tmpDir != "" {
+			os.RemoveAll(s.tmpDir)
+		}
 		s.closeErr = s.root.Close()
 	})
 	return s.closeErr
@@ -262,8 +351,8 @@ func (s *Session) Close() error {
 // §2): the first three read-only and closed-world, write_file destructive,
 // idempotent and closed-world. The slice and the schemas are fresh copies.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
-	out := make([]domain.Tool, len(toolSpecs))
-	for i, spec := range toolSpecs {
+	out := make([]domain.Tool, len(s.tools))
+	for i, spec := range s.tools {
 		out[i] = domain.Tool{
 			Name:        spec.name,
 			Title:       spec.title,
@@ -294,7 +383,7 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 		result any
 		err    error
 	)
-	switch spec := lookupTool(name); {
+	switch spec := s.lookupTool(name); {
 	case spec == nil:
 		err = errors.New(domain.UnknownToolMessage(name))
 	case ctx.Err() != nil:

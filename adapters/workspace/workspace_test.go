@@ -154,6 +154,8 @@ func TestRuntimeTools(t *testing.T) {
 		{"read_file", []string{"path"}, "Read a file", readOnly},
 		{"search_text", []string{"pattern"}, "Search text", readOnly},
 		{"write_file", []string{"path", "content"}, "Write a file", `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`},
+		{"edit_file", []string{"path", "old_text", "new_text"}, "Edit a file", `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}`},
+		{"find_files", []string{"pattern"}, "Find files", readOnly},
 	}
 	if len(tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(tools), len(want))

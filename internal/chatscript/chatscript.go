@@ -128,6 +128,9 @@ type Reply struct {
 	// sent (streamed) or before anything is sent (whole), with the
 	// request's context: a test holds the answer there.
 	Mid func(ctx context.Context)
+	// MidAfterText, when > 0 on a streamed reply, runs Mid after that many
+	// pieces of Text instead (a test holds the stream mid-text).
+	MidAfterText int
 }
 
 // Usage is a reply's token counts.
@@ -264,6 +267,9 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	mid := r.Mid
+	if r.MidAfterText > 0 {
+		mid = nil
+	}
 	send := func(v any) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "data: %s\n\n", b)
@@ -290,8 +296,11 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, r Reply) {
 		return
 	}
 	send(chunk(delta(map[string]any{"role": "assistant", "content": ""}, nil)))
-	for _, piece := range pieces(r.Text, 4) {
+	for i, piece := range pieces(r.Text, 4) {
 		send(chunk(delta(map[string]any{"content": piece}, nil)))
+		if i+1 == r.MidAfterText && r.Mid != nil {
+			r.Mid(ctx)
+		}
 	}
 	empties := func() {
 		if r.EmptyDeltas {

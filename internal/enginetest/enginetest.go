@@ -16,9 +16,6 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// CancelBound is how soon a cancelled call's tool must see its context end.
-const CancelBound = 100 * time.Millisecond
-
 // New builds the engine for s and registers a cleanup that shuts it down,
 // failing t unless Shutdown returns within timeout. Called before a
 // carrier registers its own Stop, the Shutdown runs after that Stop:
@@ -39,17 +36,16 @@ func New(t testing.TB, s ports.Session, opts engine.Options, timeout time.Durati
 	return eng
 }
 
-// AwaitCtxEnd waits up to guard for the held tool's context to end, fails
-// t unless it ended at most CancelBound after since, and checks the call
+// AwaitCtxEnd waits for the held tool's context to end and checks the call
 // did not end as shutting down: what cancelled it (cancelledBy, e.g. "the
-// client left" or "notifications/cancelled") did.
-func AwaitCtxEnd(t testing.TB, s *fake.Held, since time.Time, guard time.Duration, cancelledBy string) {
+// client left" or "notifications/cancelled") did. The tool is held, so
+// nothing but the cancellation can end its context; guard only keeps a
+// broken cancellation from hanging the test (how soon is a benchmark's
+// question, never a test's on a shared machine).
+func AwaitCtxEnd(t testing.TB, s *fake.Held, guard time.Duration, cancelledBy string) {
 	t.Helper()
 	select {
 	case cause := <-s.CtxEnded():
-		if took := time.Since(since); took > CancelBound {
-			t.Errorf("the tool's context ended %v after %s, want ≤ %v", took.Round(time.Millisecond), cancelledBy, CancelBound)
-		}
 		if errors.Is(cause, engine.ErrShuttingDown) {
 			t.Errorf("the call ended as shutting down (%v); %s", cause, cancelledBy)
 		}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/streamable"
 	"github.com/agentmcp/agentmcp/engine"
-	"github.com/agentmcp/agentmcp/internal/transcript"
 	"github.com/agentmcp/agentmcp/ports"
+	"github.com/agentmcp/agentmcp/transcript"
 )
 
 // Request parses data as an HTTP/1.1 request (line, headers, body), the

@@ -14,17 +14,23 @@ import (
 // encoders to its writing of the same value (HTML escaping off), on any
 // input. go test runs each target's seeds; scripts/fuzz.sh fuzzes them.
 
-// FuzzValid holds Valid to json.Valid, and HasDuplicates (on valid text) to
-// a reference built on encoding/json's token stream.
+// FuzzValid holds Valid to json.Valid, ArrayLen to json.Valid and
+// encoding/json's decoding into []json.RawMessage, and HasDuplicates (on
+// valid text) to a reference built on encoding/json's token stream.
 func FuzzValid(f *testing.F) {
 	for _, s := range []string{``, ` `, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `1e+5`, `-1.5E-3`, `"\u00e9\ud83d"`, `"\x"`, "\"a\tb\"", `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[[[[]]]]`, `tru`, `true false`, `nul`, ` {"a" : [ true , null , "x" ] } `, "\"\xff\"", `"\u12"`, `{"a":{"b":[1,{"c":"d"}]}}`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
-		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `[{"a":1},{"a":1}]`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1,"y":{"x":2,"x":3}}]}`, `{"decision":"deny","decision":"allow_once"}`, "{\"\xff\":1,\"\xfe\":2}", `{"a\"b":1,"a\\\"b":2}`} {
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `[{"a":1},{"a":1}]`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1,"y":{"x":2,"x":3}}]}`, `{"decision":"deny","decision":"allow_once"}`, "{\"\xff\":1,\"\xfe\":2}", `{"a\"b":1,"a\\\"b":2}`, `[]`, ` [ ] `, `[1]`, `[1,2] x`, `[{"a":[1,2]},"x",[3]]`, `[1 2]`, `[1,`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, want := Valid(b), json.Valid(b)
 		if got != want {
 			t.Fatalf("Valid(%q) = %v, json.Valid = %v", b, got, want)
+		}
+		var elems []json.RawMessage
+		isArray := want && FirstByte(b) == '[' && json.Unmarshal(b, &elems) == nil
+		if n, ok := ArrayLen(b); ok != isArray || n != len(elems) {
+			t.Fatalf("ArrayLen(%q) = %d, %v; want %d, %v", b, n, ok, len(elems), isArray)
 		}
 		if !got {
 			return

@@ -13,6 +13,39 @@ func Valid(b []byte) bool {
 	return ok && SkipSpace(b, i) == len(b)
 }
 
+// ArrayLen reports whether b is exactly one JSON value that is an array,
+// by Valid's rules, and if so how many elements it has: one pass, no
+// allocation — how a framing sizes a 2025-03-26 batch before it runs.
+func ArrayLen(b []byte) (n int, ok bool) {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return 0, false
+	}
+	if i = SkipSpace(b, i+1); i < len(b) && b[i] == ']' {
+		return 0, SkipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i, ok = scanValue(b, i, 1); !ok {
+			return 0, false
+		}
+		n++
+		if i = SkipSpace(b, i); i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = SkipSpace(b, i+1)
+		case ']':
+			if SkipSpace(b, i+1) != len(b) {
+				return 0, false
+			}
+			return n, true
+		default:
+			return 0, false
+		}
+	}
+}
+
 // SkipSpace returns the index of the first byte of b at or after i that is
 // not JSON whitespace (RFC 8259 §2: space, tab, CR, LF), or len(b).
 func SkipSpace(b []byte, i int) int {

@@ -2,6 +2,20 @@
 // data, and checks a package graph against it. Its test runs the check on
 // the real graph from `go list -deps`, so an import that points the wrong
 // way fails the build's tests, not a review.
+//
+// The rule, with no exception:
+//
+//	domain ← ports ← engine ← adapters/* ← app
+//
+// A package imports only packages of its own layer or the layers to its
+// left: the MCP server (engine) serves the ports and knows no adapter; a
+// carrier or a driven adapter knows the engine and the ports, never app.
+// Within adapters/, the HTTP hosts share adapters/streamable, and no
+// carrier imports a driven adapter (the remote host reaches the verifier
+// through its port). Beside the layers, internal/ holds helpers that
+// depend on the standard library only (internal/netcap: the HTTP hosts'
+// connection caps and socket tuning) and test harnesses, which may drive
+// every carrier but nothing in the module imports.
 package layout
 
 import (
@@ -27,11 +41,43 @@ const (
 	jose     = "github.com/go-jose/go-jose/v4"
 	timeRate = "golang.org/x/time/rate"
 	goOpenAI = "github.com/sashabaranov/go-openai"
+	goCmp    = "github.com/google/go-cmp"
+	// doublestar matches find_files' ** globs and .gitignore patterns.
+	doublestar = "github.com/bmatcuk/doublestar/v4"
+	// goLandlock and what it pulls in: x/sys for the system calls, libcap's
+	// psx for restricting every thread on kernels before Landlock ABI 8.
+	goLandlock = "github.com/landlock-lsm/go-landlock/..."
+	xSys       = "golang.org/x/sys/..."
+	psx        = "kernel.org/pub/linux/libs/security/libcap/psx"
 )
+
+// sqliteDeps is modernc.org/sqlite and what it pulls in: its C library
+// translated to Go, and that library's own dependencies.
+var sqliteDeps = []string{"modernc.org/libc/...", "modernc.org/mathutil", "modernc.org/memory", "modernc.org/sqlite/...", xSys, "github.com/dustin/go-humanize", "github.com/google/uuid",
+	"github.com/remyoudompheng/bigfft", "github.com/mattn/go-isatty", "github.com/ncruces/go-strftime"}
 
 // core is what every package above the domain may lean on: the ports, the
 // domain, and the JSON wire layer beneath them both.
 var core = []string{"ports", "domain", "internal/jsonrpc"}
+
+// logs is the one logging default (a nil Logger discards), a
+// standard-library-only helper any layer may use.
+const logs = "internal/logs"
+
+// Layers are the rule's layers, left to right: a package of layer i may
+// depend on module packages of layers 0..i only (see the package doc).
+var Layers = []string{"domain", "ports/...", "engine/...", "adapters/...", "app/..."}
+
+// LayerOf returns the layer of the module-relative package rel, or -1 for a
+// package outside the layers (internal/, conformance/).
+func LayerOf(rel string) int {
+	for i, pat := range Layers {
+		if matches(pat, rel) {
+			return i
+		}
+	}
+	return -1
+}
 
 // Rules is the allow-list. A package of the module that no rule names is a
 // violation too, so a new package must state its place.
@@ -39,16 +85,19 @@ var Rules = []Rule{
 	{"internal/jsonrpc", nil, "the JSON wire layer, a leaf beneath the domain: the standard library only"},
 	{"domain", []string{"internal/jsonrpc"}, "pure rules: the standard library, and the JSON wire layer for the envelope's rendering and the duplicate-member checks"},
 	{"ports", []string{"domain", "internal/jsonrpc"}, "ports speak the domain's types"},
-	{"engine", core, "the shared protocol engine serves the ports"},
-	{"adapters/streamable", append([]string{"engine"}, core...), "shared Streamable HTTP framing over the engine"},
-	{"adapters/stdio", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
-	{"adapters/unixsocket", append([]string{"engine"}, core...), "a carrier: engine, ports, domain"},
-	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", timeRate}, core...), "a carrier: shared protocol packages, ports, domain; x/time/rate bounds its refusal log"},
-	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
+	{"engine", append([]string{logs}, core...), "the shared protocol engine serves the ports"},
+	{"adapters/streamable", append([]string{"engine", "internal/netcap", logs}, core...), "shared Streamable HTTP framing over the engine, its server's connections capped by internal/netcap"},
+	{"adapters/stdio", append([]string{"engine", logs}, core...), "a carrier: engine, ports, domain"},
+	{"adapters/unixsocket", append([]string{"engine", logs}, core...), "a carrier: engine, ports, domain"},
+	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier: shared protocol packages, ports, domain; x/time/rate bounds its refusal log"},
+	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
-	{"adapters/workspace", core, "the reference session: ports, domain"},
-	{"adapters/agent", core, "the agent loop: the Session it wraps and the Model it drives, through the ports only (never a model adapter or the workspace)"},
-	{"adapters/openai", append([]string{goOpenAI + "/..."}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
+	{"adapters/workspace", append([]string{logs, doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock)"},
+	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
+	{"adapters/agent", append([]string{logs, "adapters/memstore"}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default"},
+	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
+	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
+	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
 	{"internal/fake", core, "a scripted session for tests"},
 	{"internal/chatscript", nil, "a scripted Chat Completions endpoint for tests: the standard library only"},
@@ -56,11 +105,16 @@ var Rules = []Rule{
 	{"internal/leakcheck", nil, "a goroutine-leak check for tests: the standard library only"},
 	{"internal/hostile", nil, "misbehaving clients for tests: the standard library only"},
 	{"internal/load", append([]string{jose + "/...", "internal/hostile"}, core...), "load-test drivers: a session for the ports, go-jose for the test issuer's tokens, the misbehaving clients beside the load"},
-	{"internal/enginetest", append([]string{"engine", "internal/fake"}, core...), "test support: the engine a carrier's test serves, shut down when the test ends"},
+	{"internal/enginetest", append([]string{"engine", "internal/fake", logs}, core...), "test support: the engine a carrier's test serves, shut down when the test ends"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
 	{"internal/waitfor", nil, "a bounded wait on a channel for tests: the standard library only"},
+	{logs, nil, "the logging default: the standard library only"},
+	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
 	{"internal/layout", nil, "this rule"},
-	{"internal/transcript/...", []string{"..."}, "test harness: may drive every carrier"},
+	{"internal/record", nil, "agentmcp record's transcript writer: the standard library only"},
+	{"internal/childpipe", nil, "a child process on pipes of the OS, for the transcript kit's stdio binding and the bench's stdio load: the standard library only"},
+	{"carriertest", append([]string{"transcript", "engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/leakcheck", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the carrier conformance kit: a test kit, so it may import the engine, the transcript kit (and what it binds), the scripted test session and the goroutine check; no production package imports it"},
+	{"transcript", append([]string{"engine", "internal/childpipe", "adapters/stdio", "adapters/httploopback", "adapters/streamable", "internal/fake", "internal/netcap", logs, timeRate, goCmp + "/..."}, core...), "the public transcript kit: a test kit, so it may import the engine and the carriers it binds (stdio, loopback) and the scripted test session; go-cmp for readable diffs; no production package imports it"},
 	{"app/...", []string{"..."}, "the composition root wires everything"},
 	{"conformance/...", []string{"..."}, "conformance fixture: a test program wired like app"},
 }

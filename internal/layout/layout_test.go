@@ -96,3 +96,39 @@ func TestCheckCatchesViolations(t *testing.T) {
 		t.Errorf("Check of a valid graph = %q, want none", got)
 	}
 }
+
+// TestRulesFollowTheLayers: no rule lets a layered package depend on a
+// layer to its right (domain ← ports ← engine ← adapters/* ← app, without
+// exception), only test harnesses and app may depend on anything, and a
+// helper under internal/ that a layered package may use depends on the
+// standard library only.
+func TestRulesFollowTheLayers(t *testing.T) {
+	helpers := map[string]bool{}
+	for _, r := range Rules {
+		if strings.HasPrefix(r.Package, "internal/") && len(r.Allowed) == 0 {
+			helpers[r.Package] = true
+		}
+	}
+	for _, r := range Rules {
+		layer := LayerOf(r.Package)
+		if layer < 0 {
+			continue
+		}
+		for _, a := range r.Allowed {
+			switch {
+			case a == "...":
+				if layer != LayerOf("app") {
+					t.Errorf("%s may depend on anything: only app may", r.Package)
+				}
+			case strings.Contains(a, "."): // a third party
+			case LayerOf(a) > layer:
+				t.Errorf("%s may depend on %s, a layer to its right", r.Package, a)
+			case LayerOf(a) < 0 && !helpers[a]:
+				t.Errorf("%s may depend on %s, which is neither a layer nor a standard-library-only helper", r.Package, a)
+			}
+		}
+	}
+	if LayerOf("engine") != 2 || LayerOf("adapters/streamable") != 3 || LayerOf("internal/netcap") != -1 {
+		t.Error("the layers are not domain, ports, engine, adapters, app")
+	}
+}

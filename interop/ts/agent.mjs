@@ -1,18 +1,30 @@
 // Drives the agent behind agent_submit with the official TypeScript MCP SDK
-// client (Client + StdioClientTransport) over legacy stdio: each call is an
-// agent_submit with a progress handler (so the request carries a
-// progressToken), elicitation/create requests are answered from the
-// scenario, and a call marked "cancel" is aborted (the SDK sends
-// notifications/cancelled) when a line arrives on this script's stdin — the
-// Go test writes it once the scripted model endpoint has started answering.
-// It checks nothing itself: the Go test (ts_agent_test.go) judges the
+// client (Client + StdioClientTransport spawning "serve stdio", or
+// StreamableHTTPClientTransport on a running "serve http" when the scenario
+// has "url") over the legacy era: each call is an agent_submit with a
+// progress handler (so the request carries a progressToken),
+// elicitation/create requests are answered from the scenario, a call marked
+// "cancel" is aborted (the SDK sends notifications/cancelled) when a line
+// arrives on this script's stdin — the Go test writes it once the scripted
+// model endpoint has started answering — and a call with "timeoutMs" has
+// that request timeout (the SDK sends notifications/cancelled when it
+// fires; over HTTP it keeps the original request open either way).
+// A call marked "echoProgress" also prints each progress notification's
+// message on stdout as {"progress": "<message>"}, as it arrives
+// (ts_store_test.go waits for the streamed text there). It checks nothing
+// itself: the Go tests (ts_agent_test.go, ts_store_test.go) judge the
 // report.
 //
 // Usage: node agent.mjs <scenario.json> <report.json>
 //
 // The scenario:
 //   {"command": "<agentmcp binary>", "args": ["serve", "stdio", ...],
-//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false}, ...]}
+//    "env": {<variables added to the SDK's default environment>},
+//    or "url": "<serve http's URL>", "tokenFile": "<its --token-file>",
+//    "list": <true: tools/list once connected>,
+//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false,
+//               "timeoutMs": <request timeout, default 60000>,
+//               "noProgress": <true: no progress handler, so no progressToken>}, ...]}
 //
 // The report:
 //   {"calls": [{"result": <CallToolResult> | null, "error": "<call error>" | null,
@@ -24,7 +36,8 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { RecordingTransport, writeReport, runScenario } from './record.mjs';
 
@@ -40,8 +53,17 @@ const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 async function main() {
   const scenario = JSON.parse(readFileSync(scenarioPath, 'utf8'));
-  const stdio = new StdioClientTransport({ command: scenario.command, args: scenario.args, stderr: 'inherit' });
-  const transport = new RecordingTransport(stdio);
+  const inner = scenario.url
+    ? new StreamableHTTPClientTransport(new URL(scenario.url), {
+        requestInit: { headers: { Authorization: `Bearer ${readFileSync(scenario.tokenFile, 'utf8').trim()}` } },
+      })
+    : new StdioClientTransport({
+        command: scenario.command,
+        args: scenario.args,
+        env: { ...getDefaultEnvironment(), ...(scenario.env ?? {}) },
+        stderr: 'inherit',
+      });
+  const transport = new RecordingTransport(inner);
   const client = new Client({ name: 'agentmcp-interop-ts-agent', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 
   let current = null;
@@ -56,14 +78,22 @@ async function main() {
   const report = { calls: [] };
   try {
     await client.connect(transport, { timeout: TIMEOUT_MS });
+    if (scenario.list) {
+      await client.listTools(undefined, { timeout: TIMEOUT_MS });
+    }
     for (const call of scenario.calls) {
       const callReport = { result: null, error: null, prompts: [], progress: [] };
       current = { report: callReport, answers: [...(call.answers ?? [])] };
       const abort = new AbortController();
       const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
-        timeout: TIMEOUT_MS,
+        timeout: call.timeoutMs ?? TIMEOUT_MS,
         signal: abort.signal,
-        onprogress: (p) => callReport.progress.push(p),
+        onprogress: call.noProgress ? undefined : (p) => {
+          callReport.progress.push(p);
+          // The Go test reads these lines as they come (a stream it holds
+          // until the client has seen its text).
+          if (call.echoProgress) console.log(JSON.stringify({ progress: p.message }));
+        },
       });
       if (call.cancel) {
         await lines.next(); // the Go test says when

@@ -26,7 +26,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { RecordingTransport } from './record.mjs';
 
-const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'agent_submit'];
+const WANT_TOOLS = ['list_dir', 'read_file', 'search_text', 'write_file', 'edit_file', 'find_files', 'agent_submit'];
 const WANT_SUBMIT_DESCRIPTION = 'Submit a prompt to the agent and await its turn';
 const WANT_SUBMIT_SCHEMA = {
   type: 'object',
@@ -43,6 +43,8 @@ const WANT_METADATA = {
   read_file: { title: 'Read a file', annotations: READ_ONLY },
   search_text: { title: 'Search text', annotations: READ_ONLY },
   write_file: { title: 'Write a file', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } },
+  edit_file: { title: 'Edit a file', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false } },
+  find_files: { title: 'Find files', annotations: READ_ONLY },
   agent_submit: { title: 'Ask the agent', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } },
 };
 const WANT_PROTOCOL_VERSION = '2025-11-25'; // the SDK's latest; it has no 2026-07-28
@@ -105,9 +107,12 @@ function recordingFetch(input, init) {
 
 function openTransport() {
   if (!overHTTP) {
+    const serve = ['serve', 'stdio', '--root', root];
     return new StdioClientTransport({
       command: bin,
-      args: ['serve', 'stdio', '--root', root],
+      // AGENTMCP_RECORD_OUT: launch the server through "agentmcp record",
+      // as a real client's configuration would (record_test.go).
+      args: env.AGENTMCP_RECORD_OUT ? ['record', '--out', env.AGENTMCP_RECORD_OUT, '--', bin, ...serve] : serve,
       stderr: 'inherit', // server logs go to our stderr; stdout is the protocol
     });
   }
@@ -163,7 +168,7 @@ async function main() {
     const initResp = transport.received.find((m) => m.id === init.id);
     check(initResp?.result?.protocolVersion === WANT_PROTOCOL_VERSION,
       `initialize answered ${show(initResp)}, want protocolVersion ${WANT_PROTOCOL_VERSION}`);
-    // 2025-11-25 adds the experimental tasks capability (docs/SPEC.md §11).
+    // 2025-11-25 adds the experimental tasks capability (docs/SPEC.md §13).
     const WANT_CAPABILITIES = { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } };
     check(isDeepStrictEqual(client.getServerCapabilities(), WANT_CAPABILITIES),
       `server capabilities ${show(client.getServerCapabilities())}, want ${show(WANT_CAPABILITIES)}`);

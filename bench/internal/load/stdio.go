@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/bench/internal/wire"
+	"github.com/agentmcp/agentmcp/internal/childpipe"
 )
 
 // StdioLoad drives one server process over its stdin and stdout, pipelined:
@@ -59,24 +60,10 @@ func StartStdio(argv []string, window int, stderr io.Writer) (*StdioLoad, error)
 	if window < 1 || window > slotMask/2 {
 		return nil, fmt.Errorf("load: window %d out of range", window)
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
+	cmd.Stderr = stderr
+	inW, outR, err := childpipe.Start(cmd)
 	if err != nil {
-		inW.Close()
-		outR.Close()
 		return nil, err
 	}
 	s := &StdioLoad{

@@ -92,10 +92,11 @@ func startAgentmcpLoopback(ctx context.Context) (url, token string, stop func(co
 	if err != nil {
 		return "", "", nil, err
 	}
-	ep, err := h.Start(ctx)
+	err = h.Start(ctx)
 	if err != nil {
 		return "", "", nil, err
 	}
+	ep := h.Endpoint()
 	return ep.URL, ep.Token, stopBoth(h.Stop, eng), nil
 }
 
@@ -122,10 +123,11 @@ func startAgentmcpRemote(ctx context.Context, c remoteConfig) (addr string, stop
 	if err != nil {
 		return "", nil, err
 	}
-	ap, err := h.Start(ctx)
+	err = h.Start(ctx)
 	if err != nil {
 		return "", nil, err
 	}
+	ap := h.Addr()
 	return ap.String(), stopBoth(h.Stop, eng), nil
 }
 
@@ -142,13 +144,13 @@ func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait 
 		return nil, nil, err
 	}
 	if err := t.Start(ctx); err != nil {
-		if errors.Is(err, agentstdio.ErrInputClosed) {
+		if errors.Is(err, engine.ErrInputClosed) {
 			return func() error { return nil }, func(context.Context) error { return nil }, nil
 		}
 		return nil, nil, err
 	}
 	stop = func(ctx context.Context) error {
-		if err := t.Stop(ctx); err != nil && !errors.Is(err, agentstdio.ErrInputClosed) {
+		if err := t.Stop(ctx); err != nil && !errors.Is(err, engine.ErrInputClosed) {
 			return err
 		}
 		return eng.Shutdown(ctx)

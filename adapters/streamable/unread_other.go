@@ -1,9 +1,0 @@
-//go:build !unix || aix
-
-package streamable
-
-import "net"
-
-// hasUnread reports whether c's socket holds bytes nobody has read; where
-// that cannot be asked without reading, it reports false.
-func hasUnread(net.Conn) bool { return false }

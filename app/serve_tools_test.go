@@ -1,0 +1,151 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentmcp/agentmcp/adapters/landlock"
+	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/internal/chatscript"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
+)
+
+const elicitInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`
+
+// callAllowing sends a tools/call (id 2) and answers every elicitation/create
+// the server sends meanwhile with accept + allow_once, as a person
+// approving in a client's dialog would; it returns the call's answer and
+// the elicitations' messages.
+func (r *stdioRun) callAllowing(t *testing.T, line string) (string, []string) {
+	t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	var messages []string
+	for r.out.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Message string `json:"message"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(r.out.Bytes(), &m); err != nil {
+			t.Fatalf("server wrote %s: %v", r.out.Text(), err)
+		}
+		switch {
+		case m.Method == "elicitation/create":
+			messages = append(messages, m.Params.Message)
+			fmt.Fprintf(r.in, `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"decision":"allow_once"}}}`+"\n", m.ID)
+		case string(m.ID) == "2":
+			return r.out.Text(), messages
+		}
+	}
+	t.Fatalf("the server ended before answering (stderr: %s)", r.stderr.String())
+	return "", nil
+}
+
+// TestServeStdioAgentTools: one agent turn through the stdio carrier, an
+// MCP client that approves through elicitation, and a scripted model:
+// the model edits one line of a 10,000-line file (one approval, the
+// client's dialog showing the diff), finds files by a ** pattern, runs a
+// checker with approval (sandboxed with Landlock) and reads its output.
+func TestServeStdioAgentTools(t *testing.T) {
+	if _, err := landlock.Available(); err != nil {
+		t.Skip(err)
+	}
+	root := t.TempDir()
+	var big strings.Builder
+	for i := 1; i <= 10000; i++ {
+		fmt.Fprintf(&big, "line %05d\n", i)
+	}
+	for name, content := range map[string]string{
+		"big.txt":           big.String(),
+		"go.mod":            "module example.com/m\n\ngo 1.22\n",
+		"main.go":           "package main\n\nfunc main() {}\n",
+		"pkg/ok.go":         "package pkg\n",
+		"pkg/sub/bad.go":    "package sub\nfunc  Bad( ) {}\n",
+		"ignored/x.go":      "package x\n",
+		".gitignore":        "ignored/\n",
+		"pkg/sub/notes.txt": "",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	check := `gofmt -l . ; echo "more: $(ls -a "$TMPDIR" | wc -l)"; touch /tmp/agentmcp-should-not-exist-$$ || echo sandboxed`
+	srv := chatscript.Script(t,
+		chatscript.Reply{Calls: []chatscript.Call{{ID: "e", Name: "edit_file", Arguments: `{"path":"big.txt","old_text":"line 05000\n","new_text":"line five thousand\n"}`}}},
+		chatscript.Reply{Calls: []chatscript.Call{{ID: "f", Name: "find_files", Arguments: `{"pattern":"**/*.go"}`}}},
+		chatscript.Reply{Calls: []chatscript.Call{{ID: "r", Name: "run_command", Arguments: fmt.Sprintf(`{"command":%q}`, check)}}},
+		chatscript.Reply{Text: "done"})
+	t.Setenv("OPENAI_API_KEY", fakeKey)
+	r := serveStdio(t, "--root", root, "--ask-client", "--allow-commands", "--model", "m", "--model-url", srv.URL)
+	if init := r.roundTrip(t, elicitInit); !strings.Contains(init, "run_command runs a shell command") {
+		t.Errorf("instructions do not name run_command: %s", init)
+	}
+	answer, dialogs := r.callAllowing(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"fix it"}}}`)
+	if text, isErr := submitText(t, answer); isErr || text != "done" {
+		t.Fatalf("agent_submit = %q (error %v); stderr %s", text, isErr, r.stderr.String())
+	}
+	if len(dialogs) != 2 || !strings.Contains(dialogs[0], `"-line 05000"`) || !strings.Contains(dialogs[0], `"+line five thousand"`) ||
+		!strings.Contains(dialogs[1], fmt.Sprintf("%q", check)) || !strings.Contains(dialogs[1], "sandboxed") {
+		t.Errorf("dialogs %q, want edit_file's diff then run_command's command", dialogs)
+	}
+	got, _ := os.ReadFile(filepath.Join(root, "big.txt"))
+	if string(got) != strings.Replace(big.String(), "line 05000\n", "line five thousand\n", 1) {
+		t.Error("big.txt is not the original with one line changed")
+	}
+
+	// The tool results the model read, in the last request.
+	reqs := srv.Requests()
+	results := map[string]string{}
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "tool" {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	for id, want := range map[string][]string{
+		"e": {`"success":true`, `"replacements":1`},
+		"f": {`"files":["main.go","pkg/ok.go","pkg/sub/bad.go"]`, `"ignored":1`},
+		"r": {`"exitCode":0`, `pkg/sub/bad.go\n`, `sandboxed\n`, `"sandboxed":true`},
+	} {
+		for _, w := range want {
+			if !strings.Contains(results[id], w) {
+				t.Errorf("result of %s lacks %s: %s", id, w, results[id])
+			}
+		}
+	}
+	if strings.Contains(results["r"], fakeKey) {
+		t.Error("the command saw the API key")
+	}
+}
+
+// TestServeCommandFlags: --no-sandbox needs --allow-commands, and
+// --allow-commands alone fails start-up in one line where Landlock is
+// missing, naming --no-sandbox.
+func TestServeCommandFlags(t *testing.T) {
+	var stderr syncbuf.Buffer
+	if code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--no-sandbox"}, strings.NewReader(""), io.Discard, &stderr); code != 1 {
+		t.Errorf("--no-sandbox alone: exit %d, want 1 (%s)", code, stderr.String())
+	}
+	restore := app.SetLandlockAvailable(func() (int, error) { return 0, fmt.Errorf("Landlock is not available on this kernel") })
+	defer restore()
+	stderr = syncbuf.Buffer{}
+	code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands"}, strings.NewReader(""), io.Discard, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "Landlock is not available") || !strings.Contains(lines[0], "--no-sandbox") {
+		t.Errorf("exit %d, stderr %q; want 1 and one line naming Landlock and --no-sandbox", code, stderr.String())
+	}
+	stderr = syncbuf.Buffer{}
+	code = app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands", "--no-sandbox"}, strings.NewReader(""), io.Discard, &stderr)
+	if code != 0 || !strings.Contains(stderr.String(), "WITHOUT a sandbox") {
+		t.Errorf("--allow-commands --no-sandbox: exit %d, stderr %q", code, stderr.String())
+	}
+}

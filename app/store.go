@@ -1,0 +1,128 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentmcp/agentmcp/adapters/agent"
+	"github.com/agentmcp/agentmcp/adapters/memstore"
+	"github.com/agentmcp/agentmcp/adapters/sqlite"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Defaults of the conversation store's bounds (docs/SPEC.md §9).
+const (
+	defaultMaxConversations = 1000
+	defaultMaxStoreBytes    = 256 << 20
+	defaultMaxAge           = 90 * 24 * time.Hour
+
+	// minHistoryBytes is the smallest --history-bytes: room for a turn
+	// bounded to it (the agent's boundTurn) to keep its prompt, its
+	// response and the notes that say what was cut.
+	minHistoryBytes = 1 << 10
+)
+
+// storeFlags are the flags of the agent's conversation store: every serve
+// command takes them (addServeFlags), and "agentmcp conversations" takes
+// --state-dir.
+type storeFlags struct {
+	stateDir         *string
+	ephemeral        *bool
+	historyBytes     *int
+	maxConversations *int
+	maxStoreBytes    *int64
+	maxAge           *time.Duration
+}
+
+func addStoreFlags(fs *flag.FlagSet) *storeFlags {
+	return &storeFlags{
+		stateDir: addStateDirFlag(fs),
+		ephemeral: fs.Bool("ephemeral", false, "keep the agent's conversations in memory only: nothing is read from or written to "+
+			"--state-dir, and they end with the process"),
+		historyBytes: fs.Int("history-bytes", agent.DefaultHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
+			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
+		maxConversations: fs.Int("max-conversations", defaultMaxConversations, "keep at most `N` conversations in the store; "+
+			"the least recently used are dropped first"),
+		maxStoreBytes: fs.Int64("max-store-bytes", defaultMaxStoreBytes, "keep at most `N` bytes of conversations in the store; "+
+			"the least recently used are dropped first"),
+		maxAge: fs.Duration("max-conversation-age", defaultMaxAge, "forget a conversation not continued for `DURATION` "+
+			"(2160h: 90 days)"),
+	}
+}
+
+func addStateDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("state-dir", "", "keep the agent's conversations in `DIR` (default $XDG_STATE_HOME/agentmcp, "+
+		"else ~/.local/state/agentmcp; created 0700, its files 0600)")
+}
+
+// stateDir is --state-dir, or its default.
+func stateDir(flagValue string) (string, error) {
+	if flagValue != "" {
+		return filepath.Abs(flagValue)
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "agentmcp"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no --state-dir, no XDG_STATE_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "agentmcp"), nil
+}
+
+// realRoot is root's real path: the key of its conversations, the same
+// for every spelling of the directory.
+func realRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// openedStore is the agent's conversation store and what closes it.
+type openedStore struct {
+	ports.ConversationStore
+	close func() error
+}
+
+// open opens the store the flags name: in memory with --ephemeral, else
+// the SQLite file in the state directory. Its error is one line that says
+// what to do.
+func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
+	switch {
+	case *f.historyBytes < minHistoryBytes:
+		return nil, fmt.Errorf("--history-bytes must be at least %d: a turn cut to fit keeps its prompt, its response and notes saying what was cut", minHistoryBytes)
+	case *f.maxConversations <= 0:
+		return nil, errors.New("--max-conversations must be positive")
+	case *f.maxStoreBytes <= 0:
+		return nil, errors.New("--max-store-bytes must be positive")
+	case *f.maxAge <= 0:
+		return nil, errors.New("--max-conversation-age must be positive")
+	}
+	if *f.ephemeral {
+		if *f.stateDir != "" {
+			return nil, errors.New("--ephemeral keeps nothing in --state-dir: use one or the other")
+		}
+		logger.Info("conversations are kept in memory only (--ephemeral)")
+		s := memstore.New(memstore.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
+		return &openedStore{ConversationStore: s, close: func() error { return nil }}, nil
+	}
+	dir, err := stateDir(*f.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlite.Open(filepath.Join(dir, sqlite.FileName), sqlite.Options{
+		MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("conversations are kept in "+s.Path(), "maxConversations", *f.maxConversations,
+		"maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
+	return &openedStore{ConversationStore: s, close: s.Close}, nil
+}
