@@ -16,8 +16,10 @@
 #    2025-11-25` or `--requirements 2026-07-28` with --expected-failures
 #    baseline.yml, and stops that fixture. A fresh host per leg means the
 #    2026-07-28 leg starts with no parked input-required round;
-# 4. prints the check counts of both legs and exits non-zero if either leg
-#    failed (a new failure, or a stale baseline entry).
+# 4. runs the tasks extension's tasks-* scenarios one by one (no requirement
+#    set scores them) on a fresh fixture, against the same baseline;
+# 5. prints the check counts of both legs and exits non-zero if either leg
+#    or a tasks scenario failed (a new failure, or a stale baseline entry).
 #
 # Works from any directory, as root, with no stdin (CI). Needs go on PATH
 # and npm (installed from Debian through scripts/lib.sh when missing and
@@ -151,6 +153,37 @@ for rev in "${legs[@]}"; do
 	fi
 done
 
+# The tasks extension's scenarios (docs/SPEC.md §14) are in no requirement
+# set: they run one by one, on a fresh fixture, against the same
+# baseline.yml. A scenario with a check that fails unexpectedly (or a stale
+# baseline entry) fails the run. tasks-status-notifications is left out: the
+# suite skips it itself ("pending subscriptions/listen rewrite").
+tasks_scenarios=(tasks-lifecycle tasks-capability-negotiation tasks-wire-fields
+	tasks-request-state-removal tasks-mrtr-input tasks-request-headers
+	tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition)
+log="$work/fixture-tasks.log"
+step "conformance server --scenario tasks-* (the tasks extension)"
+start_fixture "$log"
+rm -rf "${results:?}/tasks"
+rc=0
+for scenario in "${tasks_scenarios[@]}"; do
+	src=0
+	timeout 300 "$node22" "$cli" server --url "$url" --scenario "$scenario" \
+		--expected-failures "$here/baseline.yml" -o "$results/tasks" >"$work/$scenario.out" 2>&1 || src=$?
+	grep -E '^(Passed|Baseline check)' "$work/$scenario.out" | sed "s/^/$scenario: /" || true
+	if ((src != 0)); then
+		rc=1
+		tail -n 40 "$work/$scenario.out"
+	fi
+done
+echo "leg tasks: $([[ $rc == 0 ]] && echo ok || echo FAILED)"
+stop_fixture "$log" || rc=1
+if ((rc != 0)); then
+	status=1
+	step "fixture log of leg tasks (last 80 lines)"
+	tail -n 80 "$log" || true
+fi
+
 step "check counts"
 for rev in "${legs[@]}"; do
 	"$node22" "$here/summary.mjs" "$rev" "$results/$rev" "$here/baseline.yml" \
@@ -162,7 +195,7 @@ if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
 fi
 
 if ((status == 0)); then
-	step "conformance: both legs pass against baseline.yml"
+	step "conformance: both legs and the tasks scenarios pass against baseline.yml"
 else
 	step "conformance: FAILED (see the suite's 'Unexpected failures' or 'Stale baseline entries' above)"
 fi

@@ -22,7 +22,26 @@ type Tool struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// Annotations are the tool's behaviour hints; nil leaves them out.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+	// TaskSupport says whether a call of the tool may run as an MCP task
+	// (docs/SPEC.md §14); "" means TaskForbidden. It is not part of the
+	// 2026-07-28 Tool: the engine decides from it which calls become tasks.
+	TaskSupport TaskSupport `json:"-"`
 }
+
+// TaskSupport is MCP's ToolExecution.taskSupport
+// (https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks):
+// whether a call of a tool may, must or must not run as a task.
+type TaskSupport string
+
+const (
+	// TaskForbidden: every call answers in its own request (the default).
+	TaskForbidden TaskSupport = "forbidden"
+	// TaskOptional: a call may become a task when the client can hold one.
+	TaskOptional TaskSupport = "optional"
+	// TaskRequired: a call from a client that cannot hold a task is refused
+	// (-32021 on 2026-07-28).
+	TaskRequired TaskSupport = "required"
+)
 
 // ToolAnnotations are MCP's ToolAnnotations hints
 // (https://modelcontextprotocol.io/specification/2025-06-18/schema#toolannotations),
@@ -161,6 +180,20 @@ func (c *Catalog) Has(name string) bool {
 	return ok
 }
 
+// TaskSupport says whether a call of name may run as a task: the
+// submission tool's is TaskOptional (an agent turn takes minutes), a runtime
+// tool's is its own, TaskForbidden when unset or unknown.
+func (c *Catalog) TaskSupport(name string) TaskSupport {
+	if name == c.submit.Name {
+		return TaskOptional
+	}
+	i, ok := c.index[name]
+	if !ok || c.runtime[i].TaskSupport == "" {
+		return TaskForbidden
+	}
+	return c.runtime[i].TaskSupport
+}
+
 // UnknownToolMessage is the tool-error text for a name outside the catalog
 // (docs/SPEC.md §3.3). MCP would allow -32602 here; a tool error lets the model see
 // the mistake and correct it.
@@ -176,7 +209,8 @@ func (c *Catalog) Same(tools []Tool) bool {
 	for i, t := range tools {
 		r := c.runtime[i]
 		if t.Name != r.Name || t.Title != r.Title || t.Description != r.Description ||
-			!bytes.Equal(t.InputSchema, r.InputSchema) || !equalAnnotations(t.Annotations, r.Annotations) {
+			!bytes.Equal(t.InputSchema, r.InputSchema) || !equalAnnotations(t.Annotations, r.Annotations) ||
+			t.TaskSupport != r.TaskSupport {
 			return false
 		}
 	}

@@ -62,7 +62,7 @@ func (s SubmitTool) Resolve() (SubmitTool, error) {
 
 // Tool returns the advertised tool.
 func (s SubmitTool) Tool() Tool {
-	return Tool{Name: s.Name, Title: s.Title, Description: s.Description, InputSchema: SubmitInputSchema, Annotations: s.Annotations.Clone()}
+	return Tool{Name: s.Name, Title: s.Title, Description: s.Description, InputSchema: SubmitInputSchema, Annotations: s.Annotations.Clone(), TaskSupport: TaskOptional}
 }
 
 // InvalidArgumentsMessage is the tool-error text for a submission whose

@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/agentmcp/agentmcp/engine"
@@ -68,6 +71,44 @@ func BenchmarkToolsCallExchange(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hello world"}}}`)
 	h := engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}
 	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); r.Kind != engine.Answered {
+			b.Fatalf("kind %d: %s", r.Kind, r.Body)
+		}
+	}
+}
+
+// BenchmarkTasksGetExchange measures one 2026-07-28 tasks/get of a completed
+// agent_submit task through the stateless entry point, to set beside
+// BenchmarkToolsCallExchange (docs/SPEC.md §14: a polling client should cost
+// about what a plain call does).
+func BenchmarkTasksGetExchange(b *testing.B) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	h := engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "agent_submit", HasName: true}
+	ctx := context.Background()
+	r := e.Exchange(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"hello"},`+meta+`}}`), engine.ExchangeOptions{Headers: h})
+	var created struct {
+		Result struct {
+			TaskID string `json:"taskId"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(r.Body, &created); err != nil || created.Result.TaskID == "" {
+		b.Fatalf("no task: %s", r.Body)
+	}
+	id := created.Result.TaskID
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta + `}}`)
+	h = engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tasks/get", HasMethod: true, Name: id, HasName: true}
+	for { // the task settles on its own goroutine; the benchmark reads a completed one
+		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); bytes.Contains(r.Body, []byte(`"status":"completed"`)) {
+			break
+		}
+		runtime.Gosched()
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if r := e.Exchange(ctx, body, engine.ExchangeOptions{Headers: h}); r.Kind != engine.Answered {

@@ -619,6 +619,7 @@ func (c *conn) shut(drain bool) {
 		t.Stop()
 	}
 	c.e.endRounds(c.bind)
+	c.e.endTasks(c.bind)
 }
 
 type elicitRequest struct {
@@ -662,6 +663,9 @@ func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
 		if f.RequestedSchema20250618 != nil {
 			params.RequestedSchema = f.RequestedSchema20250618 // nor titled enums
 		}
+	}
+	if id, ok := relatedTask(ctx); ok {
+		params.Meta = relatedTaskMeta(id) // a 2025-11-25 task's prompt (docs/SPEC.md §14)
 	}
 	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
 	c.write(req)

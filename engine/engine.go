@@ -30,7 +30,8 @@
 // (the error codes and Error, named for the engine's users), handle.go (the
 // pipeline and the methods), conn.go (connections), exchange.go (stateless
 // exchanges), caller.go (the Caller a session gets), rounds.go
-// (input-required rounds), carrier.go (the carrier lifecycle).
+// (input-required rounds), carrier.go (the carrier lifecycle), tasks.go (the
+// 2026-07-28 tasks extension).
 package engine
 
 import (
@@ -76,6 +77,9 @@ type Options struct {
 	// session starts and ends (docs/SPEC.md §13), for metrics and traces;
 	// the context it returns is the one the request runs in.
 	Observer ports.Observer
+	// Tasks bounds and times the 2026-07-28 tasks extension's tasks
+	// (docs/SPEC.md §14).
+	Tasks TaskOptions
 	// Logger receives operational logs (never tokens, arguments or
 	// answers); nil discards. Carriers built on this engine log to it too
 	// unless given their own.
@@ -115,6 +119,8 @@ type Engine struct {
 	rounds        *roundStore
 	roundLifetime time.Duration
 
+	// tasks holds the tasks extension's tasks (docs/SPEC.md §14).
+	tasks *taskStore
 	// flights are the legacy tools/calls exchanges serve, for a later
 	// exchange's notifications/cancelled (flights.go).
 	flights httpFlights
@@ -168,6 +174,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		e.rounds = newRoundStore(opts.RoundLifetime)
 		e.roundLifetime = e.rounds.lifetime()
 	}
+	e.tasks = newTaskStore(opts.Tasks)
 	return e, nil
 }
 
@@ -207,6 +214,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 				p.call.end(ErrShuttingDown)
 			}
 		}
+		e.shutdownTasks()
 	}
 	return waitGroup(ctx, &e.calls)
 }

@@ -124,9 +124,13 @@ func (r *httpFlights) cancelOne(p ports.Principal, i jsonrpc.ID) int {
 // serveExchange serves an exchange's request; a legacy tools/call is
 // registered while it runs, so a notifications/cancelled of the same
 // principal can end it (see httpFlights). A call so cancelled answers
-// nothing (Cancelled), as on a stream.
+// nothing (Cancelled), as on a stream. A 2025-11-25 task-augmented call
+// (params.task) is not registered: it answers at once with the task it
+// created, whose turn runs on a context of its own (docs/SPEC.md §14), so a
+// notifications/cancelled racing that answer must not swallow it and leave
+// the client a running task it cannot name; tasks/cancel cancels a task.
 func (e *Engine) serveExchange(ctx context.Context, p *peer, in *inbound) reply {
-	if in.modern || in.method != "tools/call" {
+	if in.modern || in.method != "tools/call" || taskAugmented(in) {
 		return e.serve(ctx, p, in, nil)
 	}
 	ctx, f := e.flights.add(ctx, p.principal, in.id)

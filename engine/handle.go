@@ -213,6 +213,9 @@ func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
 			return nil, e.initialize(p, in)
 		case "tools/list", "tools/call":
 		default:
+			if isLegacyTaskMethod(in.method) && legacyTasks(in) {
+				break
+			}
 			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
 	}
@@ -384,6 +387,9 @@ func validateModern(in *inbound, h *Headers) *Error {
 	case "server/discover", "tools/list", "tools/call":
 		return nil
 	}
+	if isTaskMethod(in.method) {
+		return nil
+	}
 	return jsonrpc.MethodNotFound(in.method)
 }
 
@@ -404,6 +410,16 @@ func checkHeaders(in *inbound, h *Headers) *Error {
 		}
 		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
 			return mismatch("Mcp-Name must equal params.name")
+		}
+	}
+	if isTaskMethod(in.method) {
+		// SEP-2663: tasks/* carry Mcp-Name: <taskId>.
+		raw, ok := in.param("taskId")
+		if !ok || !jsonrpc.IsString(raw) {
+			raw = []byte(`""`)
+		}
+		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
+			return mismatch("Mcp-Name must equal params.taskId")
 		}
 	}
 	return nil
@@ -431,7 +447,11 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
-	b = append(b, `,"capabilities":{"tools":{}},"serverInfo":`...)
+	b = append(b, `,"capabilities":{"tools":{}`...)
+	if version == tasksVersion {
+		b = append(b, legacyTasksCaps...) // docs/SPEC.md §14
+	}
+	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
 		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
@@ -451,13 +471,18 @@ func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, elicit 
 	case "server/discover":
 		b := e.resultHead(make([]byte, 0, 512), in, "complete")
 		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
-		b = append(b, `,"capabilities":{"tools":{}}`...)
+		b = append(b, `,"capabilities":{"tools":{},"extensions":{"`+extTasks+`":{}}}`...)
 		if e.instructions != "" {
 			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 		}
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
 		return e.listTools(ctx, in)
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
+		if !in.modern {
+			return e.serveLegacyTask(ctx, p, in)
+		}
+		return e.serveTask(p, in)
 	}
 	return e.callTool(ctx, p, in, elicit)
 }
@@ -499,7 +524,12 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
-	tools, err := domain.MarshalJSON(cat.Tools())
+	var tools []byte
+	if legacyTasks(in) {
+		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §14
+	} else {
+		tools, err = domain.MarshalJSON(cat.Tools())
+	}
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "Internal error: the tool list could not be encoded"))
 	}
@@ -525,17 +555,26 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 	case !jsonrpc.IsObject(args):
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
+	var cat *domain.Catalog // read once for the task decision and the call
 	if in.modern {
+		cat, _ = e.catalog(ctx) // an error is answered by runTool, which reads it again
+		if r, ok := e.callAsTask(p, in, cat, name, args); ok {
+			return r
+		}
 		if e.roundsOn(in) {
 			return e.callWithRounds(ctx, p, in, name, args)
 		}
 		if err := checkRoundParams(in); err != nil {
 			return answerErr(in.id, err)
 		}
+	} else if legacyTasks(in) {
+		if r, ok := e.callAsLegacyTask(ctx, p, in, name, args, elicit); ok {
+			return r
+		}
 	}
 	caller := newCallCaller(in, p, elicit)
 	defer caller.finish()
-	return e.callResult(in, e.runTool(ctx, caller, name, args))
+	return e.callResult(in, e.runToolIn(ctx, cat, caller, name, args))
 }
 
 // callResult encodes a tools/call's outcome: its result, or the JSON-RPC
@@ -638,12 +677,19 @@ func (e *Engine) shuttingDown(ctx context.Context) bool {
 // JSON-RPC error for a submission that failed inside its turn (docs/SPEC.md
 // §3.2). It is the one place session errors map to the wire.
 func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, args []byte) toolOutcome {
+	return e.runToolIn(ctx, nil, caller, name, args)
+}
+
+// runToolIn is runTool with the catalog already read (nil: read it).
+func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller ports.Caller, name string, args []byte) toolOutcome {
 	if e.shuttingDown(ctx) {
 		return errShutdownResult
 	}
-	cat, err := e.catalog(ctx)
-	if err != nil {
-		return toolError(domain.ClientMessage(err))
+	if cat == nil {
+		var err error
+		if cat, err = e.catalog(ctx); err != nil {
+			return toolError(domain.ClientMessage(err))
+		}
 	}
 	if cat.IsSubmit(name) {
 		prompt, ok := domain.SubmitPrompt(args)

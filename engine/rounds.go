@@ -246,6 +246,7 @@ type elicitParms struct {
 	Mode            string          `json:"mode,omitempty"`
 	Message         string          `json:"message"`
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	Meta            json.RawMessage `json:"_meta,omitempty"`
 }
 
 // callWithRounds serves a modern tools/call under rounds: a fresh call, or

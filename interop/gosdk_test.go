@@ -366,8 +366,8 @@ func checkModernResult(t *testing.T, rec *wireRecorder, req *jsonrpc.Request) {
 		if !slices.Equal(result.SupportedVersions, wantSupportedVersions) {
 			t.Errorf("server/discover supportedVersions = %q, want %q", result.SupportedVersions, wantSupportedVersions)
 		}
-		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{}}`)); err != nil || !eq {
-			t.Errorf("server/discover capabilities = %s, want {\"tools\":{}}", result.Capabilities)
+		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
+			t.Errorf("server/discover capabilities = %s, want tools and the tasks extension (docs/SPEC.md §14)", result.Capabilities)
 		}
 	}
 }

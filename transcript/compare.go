@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -204,9 +205,18 @@ func ValidToken(s string) bool {
 func fillTokens(want, got any, tokens map[string]int) any {
 	switch w := want.(type) {
 	case string:
-		if g, ok := got.(string); ok && w == TokenPlaceholder && ValidToken(g) {
+		g, ok := got.(string)
+		switch {
+		case !ok:
+		case w == TokenPlaceholder && ValidToken(g):
 			tokens[g]++
 			return g
+		case w == TaskIDPlaceholder && ValidToken(g):
+			return g
+		case w == TimePlaceholder:
+			if _, err := time.Parse(time.RFC3339Nano, g); err == nil {
+				return g
+			}
 		}
 	case map[string]any:
 		if g, ok := got.(map[string]any); ok {
@@ -226,18 +236,41 @@ func fillTokens(want, got any, tokens map[string]int) any {
 	return want
 }
 
+// TaskIDPlaceholder, as a string value in an expected message, matches any
+// task id the server may mint (docs/SPEC.md §14: the same shape as a
+// requestState). Unlike requestStates, one id recurs in every answer about
+// its task.
+const TaskIDPlaceholder = "{{taskId}}"
+
+// TimePlaceholder, as a string value in an expected message, matches any
+// RFC 3339 timestamp (a task's createdAt and lastUpdatedAt).
+const TimePlaceholder = "{{time}}"
+
+// taskMemberRE finds a task id or timestamp in a server message's text.
+var taskMemberRE = regexp.MustCompile(`"(taskId|createdAt|lastUpdatedAt)":"[^"]*"`)
+
 // tokenMemberRE finds a minted requestState in a server message's text.
 var tokenMemberRE = regexp.MustCompile(`"requestState":"[A-Za-z0-9_-]{43}"`)
 
 // MaskTokens replaces every valid requestState member value in m by
 // TokenPlaceholder: -update writes the placeholder, never a random token.
 func MaskTokens(m json.RawMessage) json.RawMessage {
-	return tokenMemberRE.ReplaceAllFunc(m, func(b []byte) []byte {
+	m = tokenMemberRE.ReplaceAllFunc(m, func(b []byte) []byte {
 		tok := string(b[len(`"requestState":"`) : len(b)-1])
 		if !ValidToken(tok) {
 			return b
 		}
 		return []byte(`"requestState":"` + TokenPlaceholder + `"`)
+	})
+	return taskMemberRE.ReplaceAllFunc(m, func(b []byte) []byte {
+		if bytes.HasPrefix(b, []byte(`"taskId"`)) {
+			if !ValidToken(string(b[len(`"taskId":"`) : len(b)-1])) {
+				return b
+			}
+			return []byte(`"taskId":"` + TaskIDPlaceholder + `"`)
+		}
+		name, _, _ := bytes.Cut(b, []byte(":"))
+		return append(append(name, `:"`...), TimePlaceholder+`"`...)
 	})
 }
 

@@ -126,8 +126,9 @@ func inspect(line []byte) lineInfo {
 	var m struct {
 		Method json.RawMessage `json:"method"`
 		Params struct {
-			Name json.RawMessage            `json:"name"`
-			Meta map[string]json.RawMessage `json:"_meta"`
+			Name   json.RawMessage            `json:"name"`
+			TaskID json.RawMessage            `json:"taskId"`
+			Meta   map[string]json.RawMessage `json:"_meta"`
 		} `json:"params"`
 	}
 	var li lineInfo
@@ -136,6 +137,9 @@ func inspect(line []byte) lineInfo {
 	}
 	_ = json.Unmarshal(m.Method, &li.method)
 	_ = json.Unmarshal(m.Params.Name, &li.name)
+	if strings.HasPrefix(li.method, "tasks/") {
+		_ = json.Unmarshal(m.Params.TaskID, &li.name) // SEP-2663: Mcp-Name is the taskId
+	}
 	if v, ok := m.Params.Meta["io.modelcontextprotocol/protocolVersion"]; ok {
 		li.modern = true
 		_ = json.Unmarshal(v, &li.modernVersion)
@@ -162,7 +166,7 @@ func (c *httpConn) post(line []byte) {
 	case li.modern:
 		req.Header.Set("MCP-Protocol-Version", li.modernVersion)
 		req.Header.Set("Mcp-Method", li.method)
-		if li.call {
+		if li.call || strings.HasPrefix(li.method, "tasks/") {
 			req.Header.Set("Mcp-Name", li.name)
 		}
 	case c.version != "":

@@ -66,7 +66,10 @@
 //	                      (still well-formed, never minted)
 //
 // so a client can retry an input-required round with the server's random
-// token: "requestState":"{{state 1}}". Every other line starting with '#'
+// token: "requestState":"{{state 1}}". {{task ID}} and {{task ID tampered}}
+// do the same with the result.taskId of a CreateTaskResult (result.task.taskId
+// on 2025-11-25; docs/SPEC.md §14), so a client can poll the task the server
+// created. Every other line starting with '#'
 // is a directive:
 //
 //	#raw "GO-STRING"        send exactly these bytes (strconv.Quote syntax, no
@@ -95,6 +98,11 @@
 //	                        "result":JSON}
 //	#answer-error METHOD JSON  the same, answering with {"jsonrpc":"2.0",
 //	                        "id":<its id>,"error":JSON} (JSON an object)
+//	#poll-task ID STATUS    send tasks/get (2026-07-28) for the task whose id
+//	                        the response with id ID minted ({{task ID}}),
+//	                        under ids "poll-1", "poll-2"…, until its status
+//	                        is STATUS, as a tasks client polls; the answers
+//	                        to these requests are left out of the comparison
 //	#close                  close the client's output (stdin on stdio); it is
 //	                        also closed after the last step
 //
@@ -113,7 +121,10 @@
 // base64url encoding of 32 bytes, and every token it matches in one run must
 // be distinct (each round gets a fresh one). Anything else in its place is a
 // difference. (ignore: result.requestState would drop the member instead,
-// unchecked.)
+// unchecked.) "{{taskId}}" matches any task id of the same shape (one id
+// recurs in every answer about its task) and "{{time}}" any RFC 3339
+// timestamp (createdAt, lastUpdatedAt); -update writes the three
+// placeholders, never a random value.
 //
 // # Matching
 //

@@ -45,7 +45,7 @@ type File struct {
 // Step is one client step: bytes to send or a directive.
 type Step struct {
 	Line int    // 1-based line in the file
-	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "wait-request", "release", "set-tools", "answer", "answer-error", "close"
+	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "wait-request", "release", "set-tools", "answer", "answer-error", "close", "poll-task"
 	Data []byte // send: bytes; set-tools, answer, answer-error: JSON
 	Arg  string // wait: compact id; wait-started/-ended: name; wait-request, answer, answer-error: method; fill: the byte
 	N    int    // fill: size; wait-started/-ended: count
@@ -54,11 +54,15 @@ type Step struct {
 	States []StateRef
 }
 
-// StateRef is one {{state ID}} or {{state ID tampered}} in a client line.
+// StateRef is one {{state ID}}, {{state ID tampered}}, {{task ID}} or
+// {{task ID tampered}} in a client line.
 type StateRef struct {
 	Text     string // the reference as written, replaced when sending
 	ID       string // compact JSON text of the id whose response minted it
 	Tampered bool   // send the token with its first character changed
+	// Member is the result member read: "requestState" ({{state}}) or
+	// "taskId" ({{task}}, a CreateTaskResult's id, the same shape).
+	Member string
 }
 
 // Load parses every *.txt file under dir, sorted by name.
@@ -276,6 +280,18 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 	rest = strings.TrimSpace(rest)
 	st := Step{Line: lineNo, Kind: name}
 	switch name {
+	case "poll-task":
+		id, status, ok := strings.Cut(rest, " ")
+		if !ok || status == "" || strings.Contains(status, " ") {
+			return nil, errors.New("#poll-task wants an id and a status")
+		}
+		cid, err := compactID(id)
+		if err != nil {
+			return nil, fmt.Errorf("#poll-task: %v", err)
+		}
+		st.Arg = status
+		st.States = []StateRef{{Text: "{{task " + id + "}}", ID: cid, Member: "taskId"}}
+		return []Step{st}, nil
 	case "raw":
 		s, err := strconv.Unquote(rest)
 		if err != nil {
@@ -357,24 +373,29 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 	return []Step{st}, nil
 }
 
-// stateRefRE matches one {{state ID}} or {{state ID tampered}}; the id is
-// JSON text without spaces or braces.
-var stateRefRE = regexp.MustCompile(`\{\{state ([^ {}]+)( tampered)?\}\}`)
+// stateRefRE matches one {{state ID}} or {{task ID}}, optionally
+// " tampered"; the id is JSON text without spaces or braces.
+var stateRefRE = regexp.MustCompile(`\{\{(state|task) ([^ {}]+)( tampered)?\}\}`)
 
-// stateRefs finds the {{state ...}} references of a client line.
+// stateRefs finds the {{state ...}} and {{task ...}} references of a client
+// line.
 func stateRefs(l string) ([]StateRef, error) {
-	if !strings.Contains(l, "{{state") {
+	if !strings.Contains(l, "{{state") && !strings.Contains(l, "{{task ") {
 		return nil, nil
 	}
 	var refs []StateRef
 	for _, m := range stateRefRE.FindAllStringSubmatch(l, -1) {
-		id, err := compactID(m[1])
+		id, err := compactID(m[2])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", m[0], err)
 		}
-		refs = append(refs, StateRef{Text: m[0], ID: id, Tampered: m[2] != ""})
+		member := "requestState"
+		if m[1] == "task" {
+			member = "taskId"
+		}
+		refs = append(refs, StateRef{Text: m[0], ID: id, Tampered: m[3] != "", Member: member})
 	}
-	if strings.Count(l, "{{state") != len(refs) {
+	if strings.Count(l, "{{state")+strings.Count(l, "{{task ") != len(refs) {
 		return nil, fmt.Errorf("a malformed {{state ID}} or {{state ID tampered}} in %q", l)
 	}
 	return refs, nil

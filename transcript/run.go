@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -222,7 +223,7 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 		waited: make(map[string]int), started: make(map[string]int), ended: make(map[string]int),
 		requested: make(map[string]int), answered: make(map[int]bool)}
 	defer func() {
-		res.Messages = in.snapshot()
+		res.Messages = slices.DeleteFunc(in.snapshot(), isPoll)
 		if s != nil {
 			res.Calls = s.Calls()
 			slices.Sort(res.Calls)
@@ -273,6 +274,7 @@ type player struct {
 	started   map[string]int
 	ended     map[string]int
 	requested map[string]int // #wait-request method → requests consumed
+	polls     int            // #poll-task requests sent
 	answered  map[int]bool   // message index → answered
 }
 
@@ -359,6 +361,8 @@ func (p *player) step(st Step) error {
 				return fmt.Errorf("timed out: %d calls of %s so far, want %d", n, st.Arg, want)
 			}
 		}
+	case "poll-task":
+		return p.pollTask(st)
 	case "release":
 		if !p.s.releaseOnce() {
 			return errors.New("#release a second time")
@@ -418,9 +422,63 @@ func (p *player) step(st Step) error {
 	return fmt.Errorf("unknown step")
 }
 
-// substitute returns a send step's bytes with each {{state ID}} replaced by
-// the requestState of the response with id ID that the latest #wait ID
-// consumed. The token must be one docs/SPEC.md §6 allows (32 bytes of base64url);
+// pollIDPrefix starts the ids of #poll-task's requests; their answers are
+// left out of the run's messages.
+const pollIDPrefix = `"poll-`
+
+func isPoll(m []byte) bool {
+	k, _ := classify(m)
+	return strings.HasPrefix(k, "id:"+pollIDPrefix)
+}
+
+// pollTask sends tasks/get for the task until its status is st.Arg, as a
+// client of the tasks extension does (docs/SPEC.md §14): a task settles on
+// its own goroutine after the session's call returns, so no other step
+// can tell when it has. Each poll waits for its answer; at most 10000.
+func (p *player) pollTask(st Step) error {
+	for range 10000 {
+		p.polls++
+		id := pollIDPrefix + strconv.Itoa(p.polls) + `"`
+		line := `{"jsonrpc":"2.0","id":` + id + `,"method":"tasks/get","params":{"taskId":"` + st.States[0].Text +
+			`","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}` + "\n"
+		data, err := p.substitute(Step{Data: []byte(line), States: st.States})
+		if err != nil {
+			return err
+		}
+		if err := p.send(data); err != nil {
+			return err
+		}
+		var resp []byte
+		err = p.in.wait(p.deadline, func(msgs [][]byte, _ bool) bool {
+			for _, m := range msgs {
+				if k, _ := classify(m); k == "id:"+id {
+					resp = m
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Result struct {
+				Status string `json:"status"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(resp, &v) != nil || v.Result.Status == "" {
+			return fmt.Errorf("tasks/get answered %s", truncate(resp, 400))
+		}
+		if v.Result.Status == st.Arg {
+			return nil
+		}
+	}
+	return fmt.Errorf("the task never reached status %s", st.Arg)
+}
+
+// substitute returns a send step's bytes with each {{state ID}} ({{task
+// ID}}) replaced by the requestState (taskId) of the response with id ID
+// that the latest #wait ID consumed. The token must be one docs/SPEC.md §6 allows (32 bytes of base64url);
 // "tampered" changes its first character, which keeps it well-formed.
 func (p *player) substitute(st Step) ([]byte, error) {
 	data := st.Data
@@ -439,16 +497,19 @@ func (p *player) substitute(st Step) ([]byte, error) {
 			}
 		}
 		var v struct {
-			Result struct {
-				RequestState *string `json:"requestState"`
-			} `json:"result"`
+			Result map[string]json.RawMessage `json:"result"`
 		}
-		if json.Unmarshal(resp, &v) != nil || v.Result.RequestState == nil {
-			return nil, fmt.Errorf("%s: the response with id %s that #wait %s consumed has no string result.requestState: %s", r.Text, r.ID, r.ID, truncate(resp, 400))
+		var tok string
+		_ = json.Unmarshal(resp, &v)
+		if nested, ok := v.Result["task"]; ok && r.Member == "taskId" {
+			// 2025-11-25 nests the Task: {"task":{"taskId":…}}.
+			_ = json.Unmarshal(nested, &v.Result)
 		}
-		tok := *v.Result.RequestState
+		if json.Unmarshal(v.Result[r.Member], &tok) != nil {
+			return nil, fmt.Errorf("%s: the response with id %s that #wait %s consumed has no string result.%s: %s", r.Text, r.ID, r.ID, r.Member, truncate(resp, 400))
+		}
 		if !ValidToken(tok) {
-			return nil, fmt.Errorf("%s: result.requestState %q is not 32 bytes of base64url (43 characters, no padding)", r.Text, tok)
+			return nil, fmt.Errorf("%s: result.%s %q is not 32 bytes of base64url (43 characters, no padding)", r.Text, r.Member, tok)
 		}
 		if r.Tampered {
 			c := byte('A')

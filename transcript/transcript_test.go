@@ -105,7 +105,7 @@ ask-client: on
 	if s := f.Steps[15]; s.Arg != "elicitation/create" {
 		t.Errorf("#wait-request: %q", s.Arg)
 	}
-	want2 := []transcript.StateRef{{Text: "{{state 1}}", ID: "1"}, {Text: `{{state "a" tampered}}`, ID: `"a"`, Tampered: true}}
+	want2 := []transcript.StateRef{{Text: "{{state 1}}", ID: "1", Member: "requestState"}, {Text: `{{state "a" tampered}}`, ID: `"a"`, Tampered: true, Member: "requestState"}}
 	if s := f.Steps[16]; len(s.States) != 2 || s.States[0] != want2[0] || s.States[1] != want2[1] {
 		t.Errorf("state references: %+v, want %+v", s.States, want2)
 	}
@@ -273,7 +273,7 @@ func TestStdioRunCanFail(t *testing.T) {
 {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{}}}
 #wait 1
 -- server --
-{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}
+{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}
 {"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Decision","oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}}}
 {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":false,\"toolName\":\"write\",\"error\":\"Permission denied\"}"}],"isError":true}}
 `, `missing message request with id "srv-1"`},

@@ -176,7 +176,7 @@ func TestBothEras(t *testing.T) {
 			ProtocolVersion string          `json:"protocolVersion"`
 			Capabilities    json.RawMessage `json:"capabilities"`
 		}
-		if err := json.Unmarshal(decode(t, b).Result, &init); err != nil || init.ProtocolVersion != "2025-11-25" || string(init.Capabilities) != `{"tools":{}}` {
+		if err := json.Unmarshal(decode(t, b).Result, &init); err != nil || init.ProtocolVersion != "2025-11-25" || string(init.Capabilities) != `{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}}` {
 			t.Fatalf("initialize result %s", b)
 		}
 		v := []string{"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", "ignored", "Last-Event-ID", "7"}
