@@ -27,7 +27,7 @@ func TestTypeScriptSDKTasks(t *testing.T) {
 	ep := newChatEndpoint(t)
 	cmd, reportPath := tsScenarioCmd(ctx, t, node, "tasks.mjs", map[string]any{
 		"command": binPath,
-		"args":    []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url},
+		"args":    []string{"serve", "stdio", "--root", ws.root, "--ask-client", "--model", "scripted", "--model-url", ep.url, "--ephemeral"},
 		"prompt":  "Write hello.txt with a greeting.",
 		"answers": []promptAnswer{allowOnce},
 	})
