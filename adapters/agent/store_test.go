@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +95,13 @@ func TestStoreKeepsTheBoundedTurn(t *testing.T) {
 // stream mid-text until the client has seen that text in a progress
 // message.
 func TestProgressCarriesText(t *testing.T) {
-	full := strings.Repeat("Ünïcode line ✓ of the answer.\n", 12) + "The newest words are here. And the rest."
+	// Numbered lines: no 40-character stretch of the text repeats, so only
+	// a message that carries the newest text can end with its end.
+	var b strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&b, "Ünïcode line %02d ✓ of the answer.\n", i)
+	}
+	full := b.String() + "The newest words are here. And the rest."
 	held := 100 // the stream holds after 100 of its pieces of 4 bytes
 	streamed := firstPieces(full, held)
 	end := strings.Join(strings.Fields(streamed), " ")
