@@ -63,19 +63,25 @@ type httpFlight struct {
 // At the bound it returns ctx and nil: the call runs unregistered.
 func (r *httpFlights) add(ctx context.Context, p ports.Principal, i jsonrpc.ID) (context.Context, *httpFlight) {
 	f := &httpFlight{key: flightKey{p, i.Key()}}
+	// The call's context is made outside the registry's lock: deriving it
+	// registers it with its parent, under the parent's own lock, and every
+	// legacy call over HTTP passes here.
+	cctx, cancel := context.WithCancelCause(ctx)
+	f.cancel = cancel
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.n >= maxHTTPFlights {
+		r.mu.Unlock()
+		cancel(nil)
 		return ctx, nil
 	}
-	ctx, f.cancel = context.WithCancelCause(ctx)
 	if r.m == nil {
 		r.m = make(map[flightKey]*httpFlight)
 	}
 	f.next = r.m[f.key]
 	r.m[f.key] = f
 	r.n++
-	return ctx, f
+	r.mu.Unlock()
+	return cctx, f
 }
 
 // remove unregisters f and releases its context; it reports whether a
