@@ -26,6 +26,14 @@ type Tool struct {
 	// (docs/SPEC.md §14); "" means TaskForbidden. It is not part of the
 	// 2026-07-28 Tool: the engine decides from it which calls become tasks.
 	TaskSupport TaskSupport `json:"-"`
+	// TaskStartsInRequest, for a tool whose TaskSupport is optional or
+	// required, lets a 2026-07-28 call start in its request and become a
+	// task only when the session calls ports.StartTask (SEP-2663
+	// "Composing with MRTR"): before that its prompts are input-required
+	// rounds (docs/SPEC.md §6), after it the task's input requests. false
+	// (the default) makes a call from a client that declared the tasks
+	// extension a task at once (docs/SPEC.md §14). It is not on the wire.
+	TaskStartsInRequest bool `json:"-"`
 }
 
 // TaskSupport is MCP's ToolExecution.taskSupport
@@ -194,6 +202,19 @@ func (c *Catalog) TaskSupport(name string) TaskSupport {
 	return c.runtime[i].TaskSupport
 }
 
+// TaskStartsInRequest reports whether a call of name supports tasks and
+// starts in its request, becoming a task when the session asks
+// (Tool.TaskStartsInRequest); false for the submission tool and unknown
+// names.
+func (c *Catalog) TaskStartsInRequest(name string) bool {
+	i, ok := c.index[name]
+	if !ok {
+		return false
+	}
+	t := c.runtime[i]
+	return t.TaskStartsInRequest && (t.TaskSupport == TaskOptional || t.TaskSupport == TaskRequired)
+}
+
 // UnknownToolMessage is the tool-error text for a name outside the catalog
 // (docs/SPEC.md §3.3). MCP would allow -32602 here; a tool error lets the model see
 // the mistake and correct it.
@@ -210,7 +231,7 @@ func (c *Catalog) Same(tools []Tool) bool {
 		r := c.runtime[i]
 		if t.Name != r.Name || t.Title != r.Title || t.Description != r.Description ||
 			!bytes.Equal(t.InputSchema, r.InputSchema) || !equalAnnotations(t.Annotations, r.Annotations) ||
-			t.TaskSupport != r.TaskSupport {
+			t.TaskSupport != r.TaskSupport || t.TaskStartsInRequest != r.TaskStartsInRequest {
 			return false
 		}
 	}

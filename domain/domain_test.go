@@ -88,6 +88,11 @@ func TestCatalogSame(t *testing.T) {
 	if cat.Same([]domain.Tool{hinted}) {
 		t.Error("Same(list with new annotations) = true")
 	}
+	deferred := tool("a", obj)
+	deferred.TaskSupport, deferred.TaskStartsInRequest = domain.TaskOptional, true
+	if cat.Same([]domain.Tool{deferred}) {
+		t.Error("Same(list whose tool now starts its task in its request) = true")
+	}
 	cat2, _ := domain.NewCatalog([]domain.Tool{hinted}, submit)
 	*hinted.Annotations.ReadOnlyHint = false // the session mutates its hints in place
 	if cat2.Same([]domain.Tool{hinted}) {
@@ -233,6 +238,31 @@ func TestValidScopeToken(t *testing.T) {
 	} {
 		if got := domain.ValidScopeToken(s); got != want {
 			t.Errorf("ValidScopeToken(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestCatalogTaskStartsInRequest: only a tool that supports tasks and is
+// marked TaskStartsInRequest starts in its request (docs/SPEC.md §14); the
+// submission tool is a task at once.
+func TestCatalogTaskStartsInRequest(t *testing.T) {
+	submit, _ := domain.SubmitTool{}.Resolve()
+	mark := func(name string, support domain.TaskSupport, inRequest bool) domain.Tool {
+		x := tool(name, obj)
+		x.TaskSupport, x.TaskStartsInRequest = support, inRequest
+		return x
+	}
+	cat, err := domain.NewCatalog([]domain.Tool{
+		mark("optional", domain.TaskOptional, true), mark("required", domain.TaskRequired, true),
+		mark("forbidden", domain.TaskForbidden, true), mark("unset", "", true), mark("atonce", domain.TaskOptional, false),
+	}, submit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"optional": true, "required": true, "forbidden": false, "unset": false,
+		"atonce": false, submit.Name: false, "unknown": false} {
+		if got := cat.TaskStartsInRequest(name); got != want {
+			t.Errorf("TaskStartsInRequest(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

@@ -26,6 +26,9 @@ type callCaller struct {
 	notify func(msg []byte)
 	who    ports.Principal
 	elicit elicitFunc // nil: prompts settle closed
+	// tasks: the request declared the tasks extension and its call may
+	// become a task (parkedCall.startTask); set by the rounds' callers.
+	tasks bool
 
 	mu   sync.Mutex // guards done, sent, last; held while a notification is written
 	done bool
@@ -172,6 +175,12 @@ func declaresFormElicitation(caps []byte) bool {
 type withinSubmission struct {
 	ports.Caller
 	submitName string
+}
+
+// StartTask forwards to the submission's Caller: a submission that is a
+// task already reports true.
+func (w withinSubmission) StartTask(ctx context.Context) bool {
+	return ports.StartTask(ctx, w.Caller)
 }
 
 func (w withinSubmission) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -131,6 +133,13 @@ type inbound struct {
 }
 
 func (in *inbound) param(name string) ([]byte, bool) { return jsonrpc.Lookup(in.params, name) }
+
+// clientCaps is a modern request's _meta client capabilities (nil when
+// absent; validateModern checked it is an object).
+func (in *inbound) clientCaps() []byte {
+	caps, _ := in.metaValue(metaClientCapabilities)
+	return caps
+}
 func (in *inbound) metaValue(name string) ([]byte, bool) {
 	return jsonrpc.Lookup(in.meta, name)
 }
@@ -561,11 +570,15 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 		if r, ok := e.callAsTask(p, in, cat, name, args); ok {
 			return r
 		}
+		inRequest := cat != nil && cat.TaskStartsInRequest(name)
 		if e.roundsOn(in) {
-			return e.callWithRounds(ctx, p, in, name, args)
+			return e.callWithRounds(ctx, p, in, name, args, inRequest)
 		}
 		if err := checkRoundParams(in); err != nil {
 			return answerErr(in.id, err)
+		}
+		if inRequest && declaresTasks(in.clientCaps()) {
+			return e.callInRequest(ctx, p, in, name, args)
 		}
 	} else if legacyTasks(in) {
 		if r, ok := e.callAsLegacyTask(ctx, p, in, name, args, elicit); ok {
@@ -680,8 +693,12 @@ func (e *Engine) runTool(ctx context.Context, caller ports.Caller, name string, 
 	return e.runToolIn(ctx, nil, caller, name, args)
 }
 
-// runToolIn is runTool with the catalog already read (nil: read it).
-func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller ports.Caller, name string, args []byte) toolOutcome {
+// runToolIn is runTool with the catalog already read (nil: read it). A
+// panic in the session's InvokeTool or Submit is recovered here, the one
+// place every path (a plain call, rounds, a task) calls them: the call
+// answers errSessionPanic and the server goes on serving.
+func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller ports.Caller, name string, args []byte) (o toolOutcome) {
+	defer e.recoverSession(&o)
 	if e.shuttingDown(ctx) {
 		return errShutdownResult
 	}
@@ -719,6 +736,22 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		return toolError(domain.ClientMessage(err))
 	}
 	return toolOutcome{env: &env}
+}
+
+// errSessionPanic answers a call whose session panicked (docs/SPEC.md §3):
+// a fixed message, never the panic's value, which may hold anything.
+var errSessionPanic = jsonrpc.NewError(CodeInternalError, "Internal error: the session failed while serving this call")
+
+// recoverSession turns a panic of the session into the call's outcome
+// errSessionPanic, logged at error level with its value and stack (the
+// operator's to read; a client never sees them).
+func (e *Engine) recoverSession(o *toolOutcome) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	e.logger.Error("engine: the session panicked; the call answers -32603", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	*o = toolOutcome{rerr: errSessionPanic}
 }
 
 // refusal answers a request that will not be served: tools/call gets the

@@ -85,9 +85,18 @@ type parkedCall struct {
 	ctx    context.Context // the call's own, under the engine's
 	cancel context.CancelCauseFunc
 	who    ports.Principal
-	wake   chan struct{} // capacity 1: "the state changed", sent without blocking
-	done   chan struct{} // closed when the session call has returned
-	turn   chan struct{} // capacity 1: one prompt at a time
+	e      *Engine
+	bind   string // the carrier's binding (rounds, and the task it may become)
+	// taskable: the tool supports tasks and starts in its request
+	// (domain.Tool.TaskStartsInRequest), so the session may turn the call
+	// into a task (startTask). rounds: prompts before that are
+	// input-required rounds; false settles them closed (asking is off, or
+	// the client cannot answer forms).
+	taskable, rounds bool
+
+	wake chan struct{} // capacity 1: "the state changed", sent without blocking
+	done chan struct{} // closed when the session call has returned
+	turn chan struct{} // capacity 1: one prompt at a time
 
 	mu       sync.Mutex   // guards the fields below
 	over     bool         // ended: prompts settle closed from now on
@@ -96,6 +105,10 @@ type parkedCall struct {
 	finished bool         // the call returned with outcome
 	outcome  toolOutcome
 	waiter   *callCaller // the request waiting now (progress goes to it)
+	// task is the task the call became (startTask); from then on its
+	// prompts, progress and outcome are the task's, and nothing but the
+	// task's own ending ends the call.
+	task *task
 }
 
 type roundPrompt struct {
@@ -116,9 +129,15 @@ func (pc *parkedCall) signal() {
 }
 
 // end settles the call's prompts closed from now on and cancels it with
-// cause.
-func (pc *parkedCall) end(cause error) {
+// cause, and reports true; a call that became a task is left alone (false):
+// only tasks/cancel, the server stopping or its stream's end end a task
+// (docs/SPEC.md §14), never a request of the chain that started it.
+func (pc *parkedCall) end(cause error) bool {
 	pc.mu.Lock()
+	if pc.task != nil {
+		pc.mu.Unlock()
+		return false
+	}
 	pc.over = true
 	cur := pc.current
 	pc.mu.Unlock()
@@ -126,6 +145,7 @@ func (pc *parkedCall) end(cause error) {
 		cur.answer(nil)
 	}
 	pc.cancel(cause)
+	return true
 }
 
 func (pc *parkedCall) ended() bool {
@@ -153,6 +173,10 @@ func (pc *parkedCall) ask(ctx context.Context, form domain.Form) json.RawMessage
 	defer func() { <-pc.turn }()
 	p := &roundPrompt{form: form, reply: make(chan json.RawMessage, 1)}
 	pc.mu.Lock()
+	if t := pc.task; t != nil { // it became a task while this prompt waited its turn
+		pc.mu.Unlock()
+		return t.askClient(ctx, form)
+	}
 	if pc.over {
 		pc.mu.Unlock()
 		return nil
@@ -181,28 +205,78 @@ func (pc *parkedCall) waitingOn(p *roundPrompt) bool {
 	return pc.current == p
 }
 
-// finish records the call's outcome and wakes its waiter.
+// finish records the call's outcome (the task's, when it became one) and
+// wakes its waiter.
 func (pc *parkedCall) finish(o toolOutcome) {
 	pc.mu.Lock()
 	pc.finished, pc.outcome = true, o
+	t := pc.task
 	pc.mu.Unlock()
+	if t != nil {
+		t.finish(o)
+	}
 	pc.signal()
 }
 
-// next is what a waiting request acts on: the outcome (finished), or a
+// next is what a waiting request acts on: the task the call became (the
+// request answers its CreateTaskResult), the outcome (finished), or a
 // prompt not yet handed to any request (taken by this call), or nothing
 // yet.
-func (pc *parkedCall) next() (o toolOutcome, finished bool, fresh *roundPrompt) {
+func (pc *parkedCall) next() (t *task, o toolOutcome, finished bool, fresh *roundPrompt) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.finished {
-		return pc.outcome, true, nil
-	}
-	if pc.current != nil && !pc.shown {
+	switch {
+	case pc.task != nil:
+		return pc.task, toolOutcome{}, false, nil
+	case pc.finished:
+		return nil, pc.outcome, true, nil
+	case pc.current != nil && !pc.shown:
 		pc.shown = true
-		return toolOutcome{}, false, pc.current
+		return nil, toolOutcome{}, false, pc.current
 	}
-	return toolOutcome{}, false, nil
+	return nil, toolOutcome{}, false, nil
+}
+
+// tasked returns the task the call became, nil while it has not.
+func (pc *parkedCall) tasked() *task {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.task
+}
+
+// startTask turns the call into a task (ports.TaskStarter): only while a
+// request that declared the tasks extension waits for it, so that request
+// can answer the CreateTaskResult. The task shares the call's context: its
+// tasks/cancel, Shutdown and its stream's end cancel the call. A prompt no
+// request has shown yet settles closed (it belonged to the rounds).
+func (pc *parkedCall) startTask() bool {
+	pc.mu.Lock()
+	if pc.task != nil {
+		pc.mu.Unlock()
+		return true
+	}
+	if !pc.taskable || pc.over || pc.finished || pc.waiter == nil || !pc.waiter.tasks || pc.e.isStopping() {
+		pc.mu.Unlock()
+		return false
+	}
+	t := pc.e.newTask(pc.bind, pc.who, pc.ctx, pc.cancel, nil)
+	if _, ok := pc.e.tasks.add(t); !ok {
+		pc.mu.Unlock()
+		return false // a bound is reached: the call goes on in its request
+	}
+	pc.task = t
+	unshown := pc.current
+	if pc.shown {
+		unshown = nil
+	} else {
+		pc.current = nil
+	}
+	pc.mu.Unlock()
+	if unshown != nil {
+		unshown.answer(nil)
+	}
+	pc.signal()
+	return true
 }
 
 // roundCaller is the Caller a parked call's session sees.
@@ -212,8 +286,10 @@ type roundCaller struct {
 
 var _ ports.Caller = roundCaller{}
 
+var _ ports.TaskStarter = roundCaller{}
+
 func (r roundCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
-	return decide(r.pc.ask(ctx, domain.PermissionForm(p)))
+	return decide(r.prompt(ctx, domain.PermissionForm(p)))
 }
 
 func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
@@ -221,25 +297,55 @@ func (r roundCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 	if !ok {
 		return domain.Answer{}
 	}
-	return answerOf(p, r.pc.ask(ctx, form))
+	return answerOf(p, r.prompt(ctx, form))
+}
+
+// prompt raises one prompt where the call is: the task's input request
+// once it became a task, else a round, or nothing when rounds are off.
+func (r roundCaller) prompt(ctx context.Context, form domain.Form) json.RawMessage {
+	if t := r.pc.tasked(); t != nil {
+		return t.askClient(ctx, form)
+	}
+	if !r.pc.rounds {
+		return nil
+	}
+	return r.pc.ask(ctx, form)
 }
 
 func (r roundCaller) Progress(ctx context.Context, progress, total float64, message string) {
 	r.pc.mu.Lock()
-	w := r.pc.waiter
+	w, t := r.pc.waiter, r.pc.task
 	r.pc.mu.Unlock()
-	if w != nil {
+	switch {
+	case t != nil:
+		t.progress(message)
+	case w != nil:
 		w.Progress(ctx, progress, total, message)
 	}
 }
+
+func (r roundCaller) StartTask(context.Context) bool { return r.pc.startTask() }
 
 func (r roundCaller) Principal() ports.Principal { return r.pc.who }
 
 // roundsOn reports whether a modern request may be answered with rounds:
 // asking is on and the client declared form elicitation in this request.
 func (e *Engine) roundsOn(in *inbound) bool {
-	caps, _ := in.metaValue(metaClientCapabilities)
-	return e.rounds != nil && declaresFormElicitation(caps)
+	return e.rounds != nil && declaresFormElicitation(in.clientCaps())
+}
+
+// callInRequest serves a modern tools/call of a tool that starts in its
+// request (domain.Tool.TaskStartsInRequest), from a client that declared
+// the tasks extension, where no round can exist (asking is off, or the
+// client cannot answer forms): the call runs as a parked call whose prompts
+// settle closed until the session turns it into a task, and the request
+// answers its result or the CreateTaskResult.
+func (e *Engine) callInRequest(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
+	waiter := newCallCaller(in, p, nil)
+	waiter.tasks = true
+	defer waiter.finish()
+	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name}
+	return e.awaitRound(ctx, p, in, bind, e.startParked(ctx, p, name, args, waiter, true, false))
 }
 
 type elicitParms struct {
@@ -251,7 +357,9 @@ type elicitParms struct {
 
 // callWithRounds serves a modern tools/call under rounds: a fresh call, or
 // the retry of a parked one (requestState present).
-func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
+// taskable is parkedCall's: the tool starts in its request and may become a
+// task.
+func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name string, args []byte, taskable bool) reply {
 	digest, ok := domain.ArgumentsDigest(args)
 	if !ok {
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
@@ -265,10 +373,11 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 		responses = mustMembers(r)
 	}
 	waiter := newCallCaller(in, p, nil)
+	waiter.tasks = taskable && declaresTasks(in.clientCaps())
 	defer waiter.finish()
 	raw, resuming := in.param("requestState")
 	if !resuming {
-		return e.awaitRound(ctx, p, in, bind, e.startParked(ctx, name, args, p.principal, waiter))
+		return e.awaitRound(ctx, p, in, bind, e.startParked(ctx, p, name, args, waiter, taskable, true))
 	}
 	if !jsonrpc.IsString(raw) {
 		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
@@ -306,10 +415,12 @@ func (pc *parkedCall) setWaiter(w *callCaller) {
 }
 
 // startParked runs the tool call on a context of its own under the engine's;
-// its progress goes to waiter from the start.
-func (e *Engine) startParked(req context.Context, name string, args []byte, who ports.Principal, waiter *callCaller) *parkedCall {
+// its progress goes to waiter from the start. taskable and rounds are
+// parkedCall's.
+func (e *Engine) startParked(req context.Context, p *peer, name string, args []byte, waiter *callCaller, taskable, rounds bool) *parkedCall {
 	ctx, cancel := e.callContext(req)
-	pc := &parkedCall{ctx: ctx, cancel: cancel, who: who, waiter: waiter,
+	pc := &parkedCall{ctx: ctx, cancel: cancel, who: p.principal, e: e, bind: p.carrier.binding(),
+		taskable: taskable, rounds: rounds, waiter: waiter,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	args = append([]byte(nil), args...) // the request's buffer does not outlive it
 	run := func() {
@@ -333,8 +444,10 @@ func (e *Engine) startParked(req context.Context, name string, args []byte, who 
 func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, pc *parkedCall) reply {
 	defer pc.setWaiter(nil)
 	for {
-		o, finished, prompt := pc.next()
+		t, o, finished, prompt := pc.next()
 		switch {
+		case t != nil:
+			return e.taskCreated(in, t) // SEP-2663: no requestState, no inputRequests
 		case finished:
 			return e.callResult(in, o)
 		case prompt != nil:
@@ -355,8 +468,9 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 			if stopping {
 				cause = ErrShuttingDown
 			}
-			e.endParked(pc, cause)
-			<-pc.done
+			if e.endParked(pc, cause) {
+				<-pc.done
+			} // else it became a task meanwhile, which goes on
 			if stopping {
 				return e.callResult(in, errShutdownResult)
 			}
@@ -408,8 +522,9 @@ func (e *Engine) abandon(in *inbound, cause error) {
 	}
 	pc := in.parked
 	in.parked = nil
-	e.endParked(pc, cause)
-	<-pc.done
+	if e.endParked(pc, cause) {
+		<-pc.done
+	}
 }
 
 // Causes of a parked call's end when its round ended without an answer.
@@ -430,12 +545,13 @@ func (e *Engine) expireRounds() {
 	}
 }
 
-// endParked ends the parked call pc and removes its rounds.
-func (e *Engine) endParked(pc *parkedCall, cause error) {
+// endParked ends the parked call pc and removes its rounds; false when the
+// call became a task (parkedCall.end), which goes on.
+func (e *Engine) endParked(pc *parkedCall, cause error) bool {
 	if e.rounds != nil {
 		e.rounds.removeIf(func(x *parked) bool { return x.call == pc })
 	}
-	pc.end(cause)
+	return pc.end(cause)
 }
 
 // endRounds ends every call parked by rounds bound to bind (a stream that

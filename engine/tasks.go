@@ -420,6 +420,11 @@ func (c taskCaller) Progress(_ context.Context, _, _ float64, message string) { 
 
 func (c taskCaller) Principal() ports.Principal { return c.t.who }
 
+// StartTask reports true: the call is a task already.
+func (c taskCaller) StartTask(context.Context) bool { return true }
+
+var _ ports.TaskStarter = taskCaller{}
+
 // declaresTasks reports whether a request's client capabilities declare the
 // extension: "extensions":{"io.modelcontextprotocol/tasks":{…}}.
 func declaresTasks(caps []byte) bool {
@@ -455,16 +460,31 @@ func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name stri
 	if support == domain.TaskForbidden || support == "" {
 		return reply{}, false
 	}
-	caps, _ := in.metaValue(metaClientCapabilities)
-	if !declaresTasks(caps) {
+	if !declaresTasks(in.clientCaps()) {
 		if support == domain.TaskRequired {
 			return answerErr(in.id, errTasksNotDeclared("Tool "+name)), true
 		}
 		return reply{}, false
 	}
-	return e.startTask(p, in, name, args, nil, func(t *task) reply {
-		return answered(e.resultTail(e.appendTask(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
-	}), true
+	if cat.TaskStartsInRequest(name) {
+		return reply{}, false // the session decides when it becomes a task (callWithRounds, callInRequest)
+	}
+	return e.startTask(p, in, name, args, nil, func(t *task) reply { return e.taskCreated(in, t) }), true
+}
+
+// taskCreated is the flat CreateTaskResult answering in (SEP-2663): the
+// task as it was created (appendCreated), no requestState, no
+// inputRequests.
+func (e *Engine) taskCreated(in *inbound, t *task) reply {
+	return answered(e.resultTail(appendCreated(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
+}
+
+// newTask returns a task not yet stored, on the call's context ctx (stop
+// ends it). Its prompts reach the client through elicit (a 2025-11-25 task
+// on a stream), else as input requests when asking is on.
+func (e *Engine) newTask(bind string, who ports.Principal, ctx context.Context, stop context.CancelCauseFunc, elicit elicitFunc) *task {
+	return &task{bind: bind, store: e.tasks, ctx: ctx, stop: stop, who: who,
+		ask: e.rounds != nil && elicit == nil, wait: e.roundLifetime, elicit: elicit, settled: make(chan struct{})}
 }
 
 // startTask stores a task for the call and starts it, and returns the
@@ -476,8 +496,8 @@ func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, elici
 		return e.callResult(in, errShutdownResult)
 	}
 	ctx2, stop := context.WithCancelCause(e.base)
-	t := &task{bind: p.carrier.binding(), store: e.tasks, ctx: ctx2, stop: stop, who: p.principal,
-		ask: e.rounds != nil && in.modern, wait: e.roundLifetime, elicit: elicit, settled: make(chan struct{})}
+	t := e.newTask(p.carrier.binding(), p.principal, ctx2, stop, elicit)
+	t.ask = t.ask && in.modern
 	if msg, ok := e.tasks.add(t); !ok {
 		stop(nil)
 		return e.callResult(in, toolError(msg))
@@ -494,18 +514,33 @@ func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, elici
 }
 
 // appendTask appends a Task's members (no braces, no leading comma) as it is
-// now, then, for tasks/get, what its status carries: inputRequests,
-// result or error.
+// now; appendDetail then adds what its status carries (tasks/get).
 func (e *Engine) appendTask(b []byte, t *task) []byte {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	status, message, updated := t.status, t.message, t.updated
+	t.mu.Unlock()
+	return appendTaskMembers(b, t, status, message, updated)
+}
+
+// appendCreated appends a Task's members as the task was when it was
+// created: working, no statusMessage, lastUpdatedAt its createdAt. A
+// CreateTaskResult shows that, whatever the call did since (a call that
+// became a task in its request goes on at once: docs/SPEC.md §14), so its
+// shape never depends on timing.
+func appendCreated(b []byte, t *task) []byte {
+	return appendTaskMembers(b, t, taskWorking, "", t.created)
+}
+
+// appendTaskMembers appends the members of t with the given state (t.id
+// and t.created never change once it is stored).
+func appendTaskMembers(b []byte, t *task, status, message string, updated time.Time) []byte {
 	b = jsonrpc.AppendString(append(b, `"taskId":`...), t.id)
-	b = jsonrpc.AppendString(append(b, `,"status":`...), t.status)
-	if t.message != "" {
-		b = jsonrpc.AppendString(append(b, `,"statusMessage":`...), t.message)
+	b = jsonrpc.AppendString(append(b, `,"status":`...), status)
+	if message != "" {
+		b = jsonrpc.AppendString(append(b, `,"statusMessage":`...), message)
 	}
 	b = jsonrpc.AppendString(append(b, `,"createdAt":`...), t.created.UTC().Format(time.RFC3339Nano))
-	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), t.updated.UTC().Format(time.RFC3339Nano))
+	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), updated.UTC().Format(time.RFC3339Nano))
 	b = strconv.AppendInt(append(b, `,"ttlMs":`...), t.store.ttl.Milliseconds(), 10)
 	return strconv.AppendInt(append(b, `,"pollIntervalMs":`...), t.store.poll.Milliseconds(), 10)
 }

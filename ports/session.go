@@ -111,3 +111,34 @@ func (ClosedCaller) Progress(context.Context, float64, float64, string)  {}
 func (ClosedCaller) Principal() Principal { return Principal{} }
 
 var _ Caller = ClosedCaller{}
+
+// TaskStarter is what a Caller offers when its call may still become an MCP
+// task (docs/SPEC.md §14, SEP-2663 "Composing with MRTR"): a call of a tool
+// marked domain.Tool.TaskStartsInRequest, served in its request. Sessions
+// use it through [StartTask].
+type TaskStarter interface {
+	// StartTask turns the call into a task and reports true: the request
+	// waiting for the call is answered with a CreateTaskResult, and from
+	// then on the call's prompts are the task's input requests, its
+	// progress the task's statusMessage, its outcome the task's, and only
+	// tasks/cancel (or the server stopping, or a stream's end) ends its
+	// context. It reports true at once when the call already is a task. It
+	// reports false, and the call goes on in its request, when that cannot
+	// be: no request is waiting for the call (its round is parked), that
+	// request did not declare the io.modelcontextprotocol/tasks extension,
+	// the tool does not support tasks, the task bounds are reached, or the
+	// call has ended (or the server is stopping). A prompt the call raised that no request has shown
+	// yet settles closed when it becomes a task.
+	StartTask(ctx context.Context) bool
+}
+
+// StartTask asks caller to turn its call into a task (see [TaskStarter]);
+// false when caller offers no TaskStarter (a call that can never become a
+// task) or ctx has ended.
+func StartTask(ctx context.Context, caller Caller) bool {
+	s, ok := caller.(TaskStarter)
+	if !ok || ctx.Err() != nil {
+		return false
+	}
+	return s.StartTask(ctx)
+}

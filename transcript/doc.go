@@ -157,9 +157,10 @@
 //
 // Unless [Options.Session] gives a host's own, every transcript runs against
 // a fresh built-in test session (tools echo, fail, boom, slow, progress,
-// and write, which asks permission and succeeds only when allowed once;
-// prompts "refuse", "fail", "slow", and "background", whose background
-// agent "indexer" asks permission through the turn's Caller); this
+// write, which asks permission and succeeds only when allowed once, panic,
+// which panics, and compose, which asks, turns itself into a task and asks
+// again; prompts "refuse", "fail", "slow", "panic", and "background", whose
+// background agent "indexer" asks permission through the turn's Caller); this
 // repository's tests name it agentmcp-test 1.2.3. A carrier is bound by
 // implementing [Carrier]; [Carrier.Connect] receives the transcript's
 // [Config] (AskClient from the ask-client: header) and must serve with it.

@@ -58,6 +58,7 @@ var specRows = []struct{ id, text string }{
 	{"spec3-unknown-tool", "Name not in the catalog → tool error Unknown tool: <name>; the session is not called."},
 	{"spec3-envelope", "Envelope e → {\"content\":[{\"type\":\"text\",\"text\":<e serialised>}],\"isError\":<!e.success>}."},
 	{"spec3-session-error", "Session error → tool error with its message."},
+	{"spec3-session-panic", "A session that panics in InvokeTool or Submit: the call answers -32603 with a fixed message (never the panic's value) and the server goes on serving."},
 	{"spec3-cancel", "stdio: notifications/cancelled {requestId}; afterwards no response is written for that id."},
 	{"spec3-cancel-ignored", "An unknown or finished id is ignored."},
 	{"spec3-eof", "On stdin EOF the stdio carrier stops reading, lets in-flight calls finish and write for up to 5 s, cancels the rest, and Wait returns nil."},
@@ -146,6 +147,11 @@ var specRows = []struct{ id, text string }{
 	{"spec14-failed", "failed carries the JSON-RPC error the call would have answered."},
 	{"spec14-input-required", "An approval during a task (AskClient on): input_required with inputRequests keyed input-N, elicitation/create form requests with §6's words."},
 	{"spec14-update", "tasks/update answers input requests by key: an empty ack; unknown or already-answered keys are ignored."},
+	{"spec14-failed-panic", "A task whose session panics is failed with the -32603 error a plain call would have answered."},
+	{"spec14-compose", "Rounds, then a task: a tool that starts in its request asks in input-required rounds (no taskId) until the session starts its task."},
+	{"spec14-compose-create", "The request waiting when the session starts the task (a round's retry) is answered with a flat CreateTaskResult: no requestState, no inputRequests; later prompts are the task's input requests."},
+	{"spec14-compose-closed", "Without rounds (no form elicitation declared, or AskClient off) its prompts before the task settle closed; the request waiting when the task starts answers the CreateTaskResult."},
+	{"spec14-compose-undeclared", "From a request that did not declare the extension the call never becomes a task: ports.StartTask reports false and the call goes on in its request."},
 	{"spec14-ask-off", "AskClient off: a task's approvals settle closed; it never asks."},
 
 	// docs/SPEC.md appendix (wire cases), the stdio cases.

@@ -139,24 +139,32 @@ func TestSSEClockStalledClient(t *testing.T) {
 	}
 }
 
-// panicSession's one tool panics.
+// panicSession has one tool; panicObserver panics when a request starts.
+// The engine recovers a session's panics (docs/SPEC.md §1 "A session that
+// panics"), so the panic that escapes a call here is an Observer's.
 type panicSession struct{}
 
 func (panicSession) RuntimeTools(context.Context) ([]domain.Tool, error) {
 	return []domain.Tool{{Name: "panic", Description: "Panics", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 func (panicSession) InvokeTool(context.Context, string, json.RawMessage, ports.Caller) (domain.Envelope, error) {
-	panic("the tool broke")
+	return domain.Envelope{Success: true, ToolName: "panic"}, nil
 }
 func (panicSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
 	return ports.TurnResult{}, ports.Refused("no turns")
 }
 
-// TestPanickingCallLeavesTheClock: a call whose tool panics (net/http
-// recovers it) leaves the SSE clock like any other, and the clock disarms:
-// no tick writes to the abandoned response later.
+type panicObserver struct{ ports.NopObserver }
+
+func (panicObserver) StartRequest(context.Context, ports.ObservedRequest) (context.Context, func(ports.RequestEnd)) {
+	panic("the observer broke")
+}
+
+// TestPanickingCallLeavesTheClock: a call that panics (net/http recovers
+// it) leaves the SSE clock like any other, and the clock disarms: no tick
+// writes to the abandoned response later.
 func TestPanickingCallLeavesTheClock(t *testing.T) {
-	eng, err := engine.New(panicSession{}, engine.Options{})
+	eng, err := engine.New(panicSession{}, engine.Options{Observer: panicObserver{}})
 	if err != nil {
 		t.Fatal(err)
 	}

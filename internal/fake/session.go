@@ -22,12 +22,19 @@ import (
 //	slow {}         → blocks until its context ends (then error "cancelled") or Release
 //	progress {n}    → reports progress 1..n of n, then succeeds
 //	write {text}    → asks permission; success only when allowed once (destructive)
+//	panic {}        → panics (its value names a secret that must never reach a client)
+//	compose {}      → supports tasks and starts in its request (docs/SPEC.md §14):
+//	                  asks "What is your name?", then turns itself into a task
+//	                  (ports.StartTask), then asks "What is your favorite
+//	                  color?"; success whose result is {"name","color","task"}
+//	                  (an unanswered question is null, task whether it became one)
 //
 // Submit answers "echo: <prompt>", except the prompts "refuse" (a refused
 // error), "fail" (a failure inside the turn, with a second line that must
 // never reach a client), "slow" (blocks like the slow tool) and
 // "background" (a background agent "indexer" asks permission through the
-// running turn's Caller; the answer says whether it was allowed).
+// running turn's Caller; the answer says whether it was allowed) and
+// "panic" (the session panics).
 type Session struct {
 	mu      sync.Mutex
 	tools   []domain.Tool
@@ -52,6 +59,9 @@ func New() *Session {
 			{Name: "progress", Description: "Report progress", InputSchema: obj(`"n":{"type":"integer"}`)},
 			{Name: "write", Description: "Needs permission", InputSchema: obj(`"text":{"type":"string"}`),
 				Annotations: &domain.ToolAnnotations{DestructiveHint: domain.Hint(true)}},
+			{Name: "panic", Description: "Panic", InputSchema: obj(``)},
+			{Name: "compose", Description: "Ask, become a task, ask again", InputSchema: obj(``),
+				TaskSupport: domain.TaskOptional, TaskStartsInRequest: true},
 		},
 		release: make(chan struct{}),
 	}
@@ -151,6 +161,10 @@ func (s *Session) InvokeTool(ctx context.Context, name string, args json.RawMess
 			return domain.Envelope{Success: false, ToolName: name, Error: "Permission denied"}, nil
 		}
 		return domain.Envelope{Success: true, ToolName: name}, nil
+	case "panic":
+		panic(PanicValue)
+	case "compose":
+		return compose(ctx, caller)
 	}
 	return domain.Envelope{}, fmt.Errorf("no such tool %q", name)
 }
@@ -161,6 +175,8 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	switch prompt {
 	case "refuse":
 		return ports.TurnResult{}, ports.Refused("session is busy")
+	case "panic":
+		panic(PanicValue)
 	case "fail":
 		return ports.TurnResult{}, errors.New("the turn failed\nsecret detail that must not reach the client")
 	case "slow":
@@ -180,3 +196,29 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 }
 
 var _ ports.Session = (*Session)(nil)
+
+// PanicValue is what the panic tool and prompt panic with: a secret that
+// must never reach a client (the engine logs it; docs/SPEC.md §3).
+const PanicValue = "fake session panic: secret-7f3a"
+
+// compose asks, turns the call into a task, and asks again.
+func compose(ctx context.Context, caller ports.Caller) (domain.Envelope, error) {
+	text := func(a domain.Answer) *string {
+		if !a.Answered {
+			return nil
+		}
+		return &a.Text
+	}
+	name := caller.Ask(ctx, domain.AskPrompt{Question: "What is your name?"})
+	task := ports.StartTask(ctx, caller)
+	color := caller.Ask(ctx, domain.AskPrompt{Question: "What is your favorite color?"})
+	raw, err := json.Marshal(struct {
+		Name  *string `json:"name"`
+		Color *string `json:"color"`
+		Task  bool    `json:"task"`
+	}{text(name), text(color), task})
+	if err != nil {
+		return domain.Envelope{}, err
+	}
+	return domain.Envelope{Success: true, ToolName: "compose", Result: raw}, nil
+}
