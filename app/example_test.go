@@ -113,7 +113,7 @@ func Example_stdio() {
 	// stops it and shuts the engine down; a host passes its signal context.
 	fmt.Println("run:", eng.Run(context.Background(), t))
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
+	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"I have 0 notes. You said: hello"}]}}
 	// run: <nil>
 }
@@ -196,7 +196,7 @@ func Example_unixSocket() {
 	_, err = os.Stat(srv.Path())
 	fmt.Println("socket file gone:", os.IsNotExist(err))
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
+	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"notes","version":"1.0.0"}}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"add_note\",\"result\":{\"count\":1}}"}],"isError":false}}
 	// stop: <nil>
 	// shutdown: <nil>

@@ -26,6 +26,7 @@ type callCaller struct {
 	notify func(msg []byte)
 	who    ports.Principal
 	elicit elicitFunc // nil: prompts settle closed
+	meta   []byte     // the _meta of its notifications; nil: none (a 2025-11-25 task's: the related task)
 	// tasks: the request declared the tasks extension and its call may
 	// become a task (parkedCall.startTask); set by the rounds' callers.
 	tasks bool
@@ -91,12 +92,12 @@ func (c *callCaller) Progress(ctx context.Context, progress, total float64, mess
 		return // not JSON numbers
 	}
 	c.sent, c.last = true, progress
-	c.notify(progressNotification(c.token, progress, total, message))
+	c.notify(progressNotification(c.token, progress, total, message, c.meta))
 }
 
-// progressNotification encodes notifications/progress; total ≤ 0 (unknown)
-// and an empty message are left out.
-func progressNotification(token []byte, progress, total float64, message string) []byte {
+// progressNotification encodes notifications/progress; total ≤ 0 (unknown),
+// an empty message and a nil meta (params._meta) are left out.
+func progressNotification(token []byte, progress, total float64, message string, meta []byte) []byte {
 	b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
 	b = jsonrpc.AppendFloat(append(b, `,"progress":`...), progress)
 	if total > 0 {
@@ -104,6 +105,9 @@ func progressNotification(token []byte, progress, total float64, message string)
 	}
 	if message != "" {
 		b = jsonrpc.AppendString(append(b, `,"message":`...), message)
+	}
+	if meta != nil {
+		b = append(append(b, `,"_meta":`...), meta...)
 	}
 	return append(b, "}}"...)
 }

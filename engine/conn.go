@@ -510,6 +510,9 @@ func (c *conn) run(p *peer, in *inbound, _ bool, to sink) {
 			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
 		}
 		to.deliver(r)
+		if in.written != nil {
+			in.written()
+		}
 		c.update(func(s *connState) { s.running-- })
 	}
 	if !c.e.goCall(run) {

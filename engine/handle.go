@@ -122,6 +122,10 @@ type inbound struct {
 	// parked is the call this request parked (its answer is
 	// input_required), ended if that answer is dropped (see abandon).
 	parked *parkedCall
+	// written, when set, runs once the answer has been delivered: a
+	// 2025-11-25 task's notifications wait for the answer that names it
+	// (tasks_legacy.go).
+	written func()
 
 	// Room for the members of params and _meta, so reading them allocates
 	// nothing more in the common case (a tools/call has three of each;
@@ -458,7 +462,7 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
 	b = append(b, `,"capabilities":{"tools":{}`...)
 	if version == tasksVersion {
-		b = append(b, legacyTasksCaps...) // docs/SPEC.md §14
+		b = appendLegacyTasksCaps(b, p) // docs/SPEC.md §14
 	}
 	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
@@ -487,7 +491,7 @@ func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, elicit 
 		return answered(e.resultTail(e.appendCacheable(b), in))
 	case "tools/list":
 		return e.listTools(ctx, in)
-	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
 		if !in.modern {
 			return e.serveLegacyTask(ctx, p, in)
 		}
@@ -581,7 +585,8 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 			return e.callInRequest(ctx, p, in, name, args)
 		}
 	} else if legacyTasks(in) {
-		if r, ok := e.callAsLegacyTask(ctx, p, in, name, args, elicit); ok {
+		cat, _ = e.catalog(ctx) // as above
+		if r, ok := e.callAsLegacyTask(p, in, cat, name, args, elicit); ok {
 			return r
 		}
 	}

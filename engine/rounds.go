@@ -259,7 +259,7 @@ func (pc *parkedCall) startTask() bool {
 		pc.mu.Unlock()
 		return false
 	}
-	t := pc.e.newTask(pc.bind, pc.who, pc.ctx, pc.cancel, nil)
+	t := pc.e.newTask(pc.bind, pc.who, pc.ctx, pc.cancel)
 	if _, ok := pc.e.tasks.add(t); !ok {
 		pc.mu.Unlock()
 		return false // a bound is reached: the call goes on in its request

@@ -130,6 +130,9 @@ func (s *taskStore) add(t *task) (string, bool) {
 		return msgTasksMax, false
 	}
 	t.id = newTaskID()
+	if t.ttl <= 0 {
+		t.ttl = s.ttl
+	}
 	t.created, t.updated = now, now
 	t.status = taskWorking
 	s.byID[t.id] = t
@@ -184,6 +187,7 @@ type task struct {
 	id    string
 	bind  string
 	store *taskStore
+	ttl   time.Duration // kept this long after its end: the store's, or a 2025-11-25 client's (tasks_legacy.go)
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 	who   ports.Principal
@@ -192,6 +196,9 @@ type task struct {
 	// elicit, when set, takes the prompts instead (a 2025-11-25 task on a
 	// stream that can answer forms: elicitation/create tagged with the task).
 	elicit elicitFunc
+	// wire, when set, tells a 2025-11-25 stream client of the task's
+	// progress and status changes (tasks_legacy.go).
+	wire *taskWire
 	// settled is closed when the task reaches a terminal status.
 	settled chan struct{}
 
@@ -233,7 +240,7 @@ func (t *task) running() bool {
 func (t *task) expired(now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.terminal() && now.Sub(t.ended) >= t.store.ttl
+	return t.terminal() && now.Sub(t.ended) >= t.ttl
 }
 
 // settle moves t to a terminal status once (later calls do nothing) and
@@ -252,6 +259,7 @@ func (t *task) settle(status string, o toolOutcome, message string) bool {
 	open := t.open
 	t.open = nil
 	t.mu.Unlock()
+	t.wire.changed() // before tasks/result can answer
 	close(t.settled)
 	for _, in := range open {
 		in.reply <- nil
@@ -308,6 +316,7 @@ func (t *task) askClient(ctx context.Context, form domain.Form) json.RawMessage 
 	t.open = append(t.open, in)
 	t.status, t.updated = taskInputRequired, t.store.now()
 	t.mu.Unlock()
+	t.wire.changed()
 
 	timer := time.NewTimer(t.wait)
 	defer timer.Stop()
@@ -335,6 +344,7 @@ func (t *task) elicitClient(ctx context.Context, form domain.Form) json.RawMessa
 	t.open = append(t.open, taskInput{key: key, form: form, reply: make(chan json.RawMessage, 1)})
 	t.status, t.updated = taskInputRequired, t.store.now()
 	t.mu.Unlock()
+	t.wire.changed()
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, relatedTaskKey{}, t.id))
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
@@ -347,6 +357,7 @@ func (t *task) elicitClient(ctx context.Context, form domain.Form) json.RawMessa
 // withdraw removes an input request that is still open (the session gave
 // up on it); the task is working again when none is left.
 func (t *task) withdraw(key string) {
+	defer t.wire.changed()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, in := range t.open {
@@ -380,6 +391,7 @@ func (t *task) answer(responses []jsonrpc.Member) {
 		t.status, t.updated = taskWorking, t.store.now()
 	}
 	t.mu.Unlock()
+	t.wire.changed()
 	for i, in := range ready {
 		in.reply <- raws[i]
 	}
@@ -416,7 +428,10 @@ func (c taskCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
 	return answerOf(p, c.t.askClient(ctx, form))
 }
 
-func (c taskCaller) Progress(_ context.Context, _, _ float64, message string) { c.t.progress(message) }
+func (c taskCaller) Progress(ctx context.Context, progress, total float64, message string) {
+	c.t.progress(message)
+	c.t.wire.progress(ctx, progress, total, message)
+}
 
 func (c taskCaller) Principal() ports.Principal { return c.t.who }
 
@@ -480,24 +495,26 @@ func (e *Engine) taskCreated(in *inbound, t *task) reply {
 }
 
 // newTask returns a task not yet stored, on the call's context ctx (stop
-// ends it). Its prompts reach the client through elicit (a 2025-11-25 task
-// on a stream), else as input requests when asking is on.
-func (e *Engine) newTask(bind string, who ports.Principal, ctx context.Context, stop context.CancelCauseFunc, elicit elicitFunc) *task {
+// ends it). Its prompts become input requests when asking is on;
+// legacyTask.attach gives a 2025-11-25 task its elicitation instead.
+func (e *Engine) newTask(bind string, who ports.Principal, ctx context.Context, stop context.CancelCauseFunc) *task {
 	return &task{bind: bind, store: e.tasks, ctx: ctx, stop: stop, who: who,
-		ask: e.rounds != nil && elicit == nil, wait: e.roundLifetime, elicit: elicit, settled: make(chan struct{})}
+		ask: e.rounds != nil, wait: e.roundLifetime, settled: make(chan struct{})}
 }
 
 // startTask stores a task for the call and starts it, and returns the
 // creating answer, which created renders before the call starts (its status
-// is always working). When the engine stops or a bound is reached it
-// returns the refusal instead.
-func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, elicit elicitFunc, created func(*task) reply) reply {
+// is always working). legacy (nil on 2026-07-28) brings a 2025-11-25
+// call's TTL, elicitation and stream notifications. When the engine stops
+// or a bound is reached it returns the refusal instead.
+func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, legacy *legacyTask, created func(*task) reply) reply {
 	if e.isStopping() {
 		return e.callResult(in, errShutdownResult)
 	}
 	ctx2, stop := context.WithCancelCause(e.base)
-	t := e.newTask(p.carrier.binding(), p.principal, ctx2, stop, elicit)
+	t := e.newTask(p.carrier.binding(), p.principal, ctx2, stop)
 	t.ask = t.ask && in.modern
+	legacy.attach(t)
 	if msg, ok := e.tasks.add(t); !ok {
 		stop(nil)
 		return e.callResult(in, toolError(msg))
@@ -541,7 +558,7 @@ func appendTaskMembers(b []byte, t *task, status, message string, updated time.T
 	}
 	b = jsonrpc.AppendString(append(b, `,"createdAt":`...), t.created.UTC().Format(time.RFC3339Nano))
 	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), updated.UTC().Format(time.RFC3339Nano))
-	b = strconv.AppendInt(append(b, `,"ttlMs":`...), t.store.ttl.Milliseconds(), 10)
+	b = strconv.AppendInt(append(b, `,"ttlMs":`...), t.ttl.Milliseconds(), 10)
 	return strconv.AppendInt(append(b, `,"pollIntervalMs":`...), t.store.poll.Milliseconds(), 10)
 }
 

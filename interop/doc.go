@@ -1,8 +1,9 @@
 // Package interop holds interoperability tests that drive the real
 // agentmcp binary ("agentmcp serve stdio", "serve http", "serve unix") with MCP
 // clients nobody on this project wrote: the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk) and, through Node, the official
-// TypeScript SDK (interop/ts).
+// (github.com/modelcontextprotocol/go-sdk), mark3labs/mcp-go's client
+// (github.com/mark3labs/mcp-go) and, through Node, the official TypeScript
+// SDK (interop/ts).
 //
 // gosdk_test.go and ts_test.go (ts/interop.mjs) run both clients against
 // "serve stdio" and "serve http" (the bearer token from --token-file): list
@@ -27,6 +28,14 @@
 // an input-required round at 2026-07-28 on the loopback host for the Go
 // client) and gets the final answer; then a cancelled agent_submit ends its
 // turn (the endpoint sees its request cancelled) and the next one works.
+//
+// mcpgo_tasks_test.go drives experimental tasks on 2025-11-25 (docs/SPEC.md
+// §14) with mark3labs/mcp-go's client over stdio against the scripted
+// endpoint: agent_submit as a task with a ttl and a progressToken, its
+// write_file approval answered by the client's elicitation handler (tagged
+// with the related task), tasks/result, WaitForTask, the progress and
+// notifications/tasks/status it received, a task cancelled with tasks/cancel
+// while the model streams, and tasks/list.
 //
 // cancel_test.go holds cancellation over HTTP (docs/SPEC.md §3, §6, §9):
 // the TypeScript client (ts/agent.mjs on "serve http") aborts an

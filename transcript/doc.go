@@ -92,7 +92,9 @@
 //	                        METHOD steps consumed (it is not answered)
 //	#release                end every blocked slow call successfully (once)
 //	#set-tools JSON         replace the session's runtime catalog (a JSON array
-//	                        of {name, description, inputSchema})
+//	                        of {name, description, inputSchema}, each with an
+//	                        optional execution.taskSupport, as a 2025-11-25
+//	                        tools/list shows it)
 //	#answer METHOD JSON     wait for a server-to-client request METHOD not yet
 //	                        answered and send {"jsonrpc":"2.0","id":<its id>,
 //	                        "result":JSON}
@@ -159,8 +161,9 @@
 // a fresh built-in test session (tools echo, fail, boom, slow, progress,
 // write, which asks permission and succeeds only when allowed once, panic,
 // which panics, and compose, which asks, turns itself into a task and asks
-// again; prompts "refuse", "fail", "slow", "panic", and "background", whose
-// background agent "indexer" asks permission through the turn's Caller); this
+// again; prompts "refuse", "fail", "slow", "panic", "progress" (progress 1..3
+// of 3, then "progressed"), and "background", whose background agent
+// "indexer" asks permission through the turn's Caller); this
 // repository's tests name it agentmcp-test 1.2.3. A carrier is bound by
 // implementing [Carrier]; [Carrier.Connect] receives the transcript's
 // [Config] (AskClient from the ask-client: header) and must serve with it.

@@ -369,9 +369,19 @@ func (p *player) step(st Step) error {
 		}
 		return nil
 	case "set-tools":
-		var tools []domain.Tool
-		if err := json.Unmarshal(st.Data, &tools); err != nil {
+		var listed []struct {
+			domain.Tool
+			Execution struct {
+				TaskSupport domain.TaskSupport `json:"taskSupport"`
+			} `json:"execution"`
+		}
+		if err := json.Unmarshal(st.Data, &listed); err != nil {
 			return err
+		}
+		tools := make([]domain.Tool, len(listed))
+		for i, l := range listed {
+			tools[i] = l.Tool
+			tools[i].TaskSupport = l.Execution.TaskSupport
 		}
 		p.s.SetTools(tools)
 		return nil

@@ -273,7 +273,7 @@ func TestStdioRunCanFail(t *testing.T) {
 {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{}}}
 #wait 1
 -- server --
-{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}
+{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"agentmcp-test","version":"1.2.3"}}}
 {"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{"mode":"form","message":"Allow the tool \"write\" to run once?\n\"write text\"","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Decision","oneOf":[{"const":"allow_once","title":"Allow once"},{"const":"deny","title":"Deny"}]}},"required":["decision"]}}}
 {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"success\":false,\"toolName\":\"write\",\"error\":\"Permission denied\"}"}],"isError":true}}
 `, `missing message request with id "srv-1"`},

@@ -31,7 +31,8 @@ import (
 //
 // Submit answers "echo: <prompt>", except the prompts "refuse" (a refused
 // error), "fail" (a failure inside the turn, with a second line that must
-// never reach a client), "slow" (blocks like the slow tool) and
+// never reach a client), "slow" (blocks like the slow tool), "progress"
+// (reports progress 1..3 of 3, "step i", then answers "progressed") and
 // "background" (a background agent "indexer" asks permission through the
 // running turn's Caller; the answer says whether it was allowed) and
 // "panic" (the session panics).
@@ -185,6 +186,11 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 			return ports.TurnResult{}, errors.New("cancelled")
 		case <-s.release:
 		}
+	case "progress":
+		for i := 1; i <= 3; i++ {
+			caller.Progress(ctx, float64(i), 3, fmt.Sprintf("step %d", i))
+		}
+		return ports.TurnResult{Response: "progressed"}, nil
 	case "background":
 		d := caller.RequestPermission(ctx, domain.PermissionPrompt{Tool: "echo", Summary: "index the workspace", Agent: "indexer"})
 		if d == domain.AllowOnce {

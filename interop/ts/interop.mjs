@@ -168,8 +168,12 @@ async function main() {
     const initResp = transport.received.find((m) => m.id === init.id);
     check(initResp?.result?.protocolVersion === WANT_PROTOCOL_VERSION,
       `initialize answered ${show(initResp)}, want protocolVersion ${WANT_PROTOCOL_VERSION}`);
-    // 2025-11-25 adds the experimental tasks capability (docs/SPEC.md §14).
-    const WANT_CAPABILITIES = { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } };
+    // 2025-11-25 adds the experimental tasks capability (docs/SPEC.md §14),
+    // with tasks/list on a stream (its tasks are the connection's) but not on
+    // the loopback host (one principal for every local client).
+    const WANT_CAPABILITIES = overHTTP
+      ? { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
+      : { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
     check(isDeepStrictEqual(client.getServerCapabilities(), WANT_CAPABILITIES),
       `server capabilities ${show(client.getServerCapabilities())}, want ${show(WANT_CAPABILITIES)}`);
     check(typeof client.getServerVersion()?.name === 'string' && client.getServerVersion().name !== '',
