@@ -78,6 +78,10 @@ func TestSessionPanicEveryPath(t *testing.T) {
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"panic"},"task":{}}}`)
 		legacyID := result(t, recv())["task"].(map[string]any)["taskId"].(string)
 		synctest.Wait()
+		// On a stream the task's end is announced (docs/SPEC.md §14).
+		if n := recv(); n["method"] != "notifications/tasks/status" || n["params"].(map[string]any)["status"] != "failed" {
+			t.Errorf("a 2025-11-25 task's end: %v, want notifications/tasks/status failed", n)
+		}
 		c.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"` + legacyID + `"}}`)
 		if g := result(t, recv()); g["status"] != "failed" {
 			t.Errorf("a 2025-11-25 task: %v, want failed", g)
