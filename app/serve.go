@@ -41,6 +41,8 @@ type serveFlags struct {
 	// run_command (docs/SPEC.md §9 "Commands").
 	allowCommands, noSandbox *bool
 
+	tasks *taskFlags // the engine's tasks (docs/SPEC.md §14)
+
 	*opsFlags // logging and metrics (docs/SPEC.md §13)
 }
 
@@ -70,14 +72,15 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
 		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
 	}
+	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
 }
 
 // check finishes the common flags once they are parsed, for the serve
 // command inv runs: a usage error (exit 2, returned with false) for a
-// submission tool name that breaks docs/SPEC.md §2's rule or an empty
-// --model; --root made absolute, so logs and the workspace name the
+// submission tool name that breaks docs/SPEC.md §2's rule, an empty
+// --model or a task bound or time out of range (taskFlags.check); --root made absolute, so logs and the workspace name the
 // directory actually served.
 func (f *serveFlags) check(inv *invocation) (int, bool) {
 	f.carrier = inv.cmd.name
@@ -88,6 +91,9 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 	inv.fs.Visit(func(fl *flag.Flag) { modelSet = modelSet || fl.Name == "model" })
 	if modelSet && strings.TrimSpace(*f.model) == "" {
 		return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
+	}
+	if msg := f.tasks.check(); msg != "" {
+		return inv.usageError("%s", msg), false
 	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
@@ -200,6 +206,7 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	eng, err := engine.New(s, engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
+		Tasks: f.tasks.options(),
 	})
 	if err != nil {
 		s.Close()

@@ -18,7 +18,8 @@
 #    2026-07-28 leg starts with no parked input-required round;
 # 4. runs the tasks extension's tasks-* scenarios one by one (no requirement
 #    set scores them) on a fresh fixture, against the same baseline;
-# 5. prints the check counts of both legs and exits non-zero if either leg
+# 5. prints the check counts of the three legs (the two revisions' scored
+#    scenarios, and every tasks-* scenario) and exits non-zero if either leg
 #    or a tasks scenario failed (a new failure, or a stale baseline entry).
 #
 # Works from any directory, as root, with no stdin (CI). Needs go on PATH
@@ -189,6 +190,8 @@ for rev in "${legs[@]}"; do
 	"$node22" "$here/summary.mjs" "$rev" "$results/$rev" "$here/baseline.yml" \
 		"$here/node_modules/@modelcontextprotocol/conformance/requirements/$rev.yaml" || status=1
 done
+# No requirement set scores the tasks scenarios: each one counts.
+"$node22" "$here/summary.mjs" tasks "$results/tasks" "$here/baseline.yml" || status=1
 
 if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
 	echo "per-scenario results kept in $results"

@@ -1,19 +1,21 @@
 // Prints the check counts of one conformance leg from the checks.json files
 // the suite wrote with -o. Used by conformance/run.sh:
 //
-//   node summary.mjs <revision> <results dir> <baseline.yml> <requirements.yaml>
+//   node summary.mjs <leg> <results dir> <baseline.yml> [<requirements.yaml>]
 //
 // Counts the checks of the scored scenarios (the requirement set's `server`
-// list, which alone decides the suite's exit code): passed, failed as the
-// baseline expects, failed unexpectedly (exit 1 when any); then every check
-// the leg ran, on a detail line. A WARNING counts as a failure here, as it
-// does in the suite's baseline comparison.
+// list, which alone decides the suite's exit code; without a requirements
+// file, as for the tasks leg, whose scenarios are in no requirement set and
+// each decides the run, every scenario in the directory): passed, failed as
+// the baseline expects, failed unexpectedly (exit 1 when any); then every
+// check the leg ran, on a detail line. A WARNING counts as a failure here,
+// as it does in the suite's baseline comparison.
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [revision, dir, baselinePath, requirementsPath] = process.argv.slice(2);
-if (!revision || !dir || !baselinePath || !requirementsPath) {
-  console.error('usage: summary.mjs <revision> <results dir> <baseline.yml> <requirements.yaml>');
+if (!revision || !dir || !baselinePath) {
+  console.error('usage: summary.mjs <leg> <results dir> <baseline.yml> [<requirements.yaml>]');
   process.exit(2);
 }
 
@@ -31,7 +33,10 @@ function listUnder(text, key) {
   return out;
 }
 
-const scored = new Set(listUnder(readFileSync(requirementsPath, 'utf8'), 'server'));
+// isScored says whether a scenario's checks decide the leg.
+const isScored = requirementsPath
+  ? ((set) => (scenario) => set.has(scenario))(new Set(listUnder(readFileSync(requirementsPath, 'utf8'), 'server')))
+  : () => true;
 const baseline = listUnder(readFileSync(baselinePath, 'utf8'), 'server');
 const wholeScenario = new Set(baseline.filter((e) => !e.includes(':')));
 const perCheck = new Set(baseline.filter((e) => e.includes(':')));
@@ -50,7 +55,7 @@ for (const entry of readdirSync(dir).sort()) {
   if (!existsSync(file)) continue;
   const scenario = entry.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, '');
   const checks = JSON.parse(readFileSync(file, 'utf8'));
-  const tallies = scored.has(scenario) ? [all, onlyScored] : [all];
+  const tallies = isScored(scenario) ? [all, onlyScored] : [all];
   for (const t of tallies) t.scenarios++;
   for (const c of checks) {
     for (const t of tallies) {
@@ -74,7 +79,9 @@ console.log(
 );
 const fmt = (t) => `${t.passed} passed, ${t.failed} failed, ${t.warnings} warnings`;
 console.log(
-  `conformance ${revision} (detail): ${onlyScored.scenarios} scored scenarios; all ${all.scenarios} scenarios, ` +
-    `unscored ones included (not compared with the baseline): checks ${fmt(all)}`,
+  requirementsPath
+    ? `conformance ${revision} (detail): ${onlyScored.scenarios} scored scenarios; all ${all.scenarios} scenarios, ` +
+        `unscored ones included (not compared with the baseline): checks ${fmt(all)}`
+    : `conformance ${revision} (detail): ${all.scenarios} scenarios, each scored: checks ${fmt(all)}`,
 );
 if (unexpected > 0) process.exit(1);

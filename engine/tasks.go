@@ -36,18 +36,28 @@ const extTasks = "io.modelcontextprotocol/tasks"
 // declare the extension; data.requiredCapabilities names it.
 const CodeMissingRequiredCapability = -32021
 
+// Defaults of [TaskOptions] (docs/SPEC.md §14).
+const (
+	DefaultTaskTTL           = time.Hour
+	DefaultTaskPollInterval  = 2 * time.Second
+	DefaultTasksPerPrincipal = 8
+	DefaultMaxTasks          = 256
+)
+
 // TaskOptions bounds and times the engine's tasks (docs/SPEC.md §14). The
 // zero value of each field means its default.
 type TaskOptions struct {
-	// TTL is how long a task is kept after it ends (its ttlMs); zero means
-	// 1 h.
+	// TTL is how long a task is kept after it ends (its ttlMs, in whole
+	// milliseconds on the wire); zero means [DefaultTaskTTL].
 	TTL time.Duration
-	// PollInterval is the pollIntervalMs a task suggests; zero means 2 s.
+	// PollInterval is the pollIntervalMs a task suggests; zero means
+	// [DefaultTaskPollInterval].
 	PollInterval time.Duration
-	// PerPrincipal bounds the running tasks of one principal; zero means 8.
+	// PerPrincipal bounds the running tasks of one principal; zero means
+	// [DefaultTasksPerPrincipal].
 	PerPrincipal int
 	// Max bounds every task the engine holds, running or kept; zero means
-	// 256.
+	// [DefaultMaxTasks].
 	Max int
 	// Clock reads the time for timestamps and expiry; nil means time.Now.
 	// Tests inject one to expire tasks without waiting.
@@ -84,16 +94,16 @@ type taskStore struct {
 func newTaskStore(o TaskOptions) *taskStore {
 	s := &taskStore{ttl: o.TTL, poll: o.PollInterval, perPrincipal: o.PerPrincipal, max: o.Max, now: o.Clock, byID: make(map[string]*task)}
 	if s.ttl <= 0 {
-		s.ttl = time.Hour
+		s.ttl = DefaultTaskTTL
 	}
 	if s.poll <= 0 {
-		s.poll = 2 * time.Second
+		s.poll = DefaultTaskPollInterval
 	}
 	if s.perPrincipal <= 0 {
-		s.perPrincipal = 8
+		s.perPrincipal = DefaultTasksPerPrincipal
 	}
 	if s.max <= 0 {
-		s.max = 256
+		s.max = DefaultMaxTasks
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -17,9 +17,9 @@
 #      module: its smoke mode, no timing (every server the benchmarks
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
-#   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs,
-#      against the loopback host (conformance/run.sh installs Node 22 and the
-#      suite from npm itself);
+#   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs
+#      and the tasks extension's scenarios, against the loopback host
+#      (conformance/run.sh installs Node 22 and the suite from npm itself);
 #   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
@@ -30,7 +30,8 @@
 # scripts/node when the machine's node is missing or older than 20 (Debian
 # 12's is 18), put first on PATH for the whole run.
 # Prints one line per step, with its result and time (the conformance step
-# adds one line per leg: passed, baselined, unexpected); every step's full
+# adds one line per leg, the tasks leg included: passed, baselined,
+# unexpected); every step's full
 # output goes to a log file named on the first line (AGENTMCP_TEST_LOG
 # chooses it). Stops at the first failure, printing the last 80 lines of
 # that step's output (STEP_TAIL_LINES). Extra arguments go to the five go
@@ -77,7 +78,7 @@ fuzz() { FUZZTIME="${FUZZTIME:-10000x}" FUZZMINIMIZE="${FUZZMINIMIZE:-1s}" bash 
 # go test's result cache cannot see, so a cached pass could hide a change.
 conformance() {
 	bash "$repo/conformance/run.sh"
-	grep -E '^conformance [0-9-]+: .* unexpected$' "$steps_log" | tail -n 2 >&3
+	grep -E '^conformance ([0-9-]+|tasks): .* unexpected$' "$steps_log" | tail -n 3 >&3
 }
 
 steps_begin "${AGENTMCP_TEST_LOG:-}"
@@ -94,6 +95,6 @@ run_step "go vet, go test -race ./... (otel module)" bash -c 'cd "$1/otel" && sh
 # passes ports/porttest, its own carrier the carrier kit, its transcript replays.
 run_step "go vet, go test -race ./... (examples/mysession module)" bash -c 'cd "$1/examples/mysession" && shift && go vet ./... && go test -race "$@" ./...' _ "$repo" "$@"
 run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
-run_step "official MCP conformance suite, both legs" conformance
+run_step "official MCP conformance suite, both legs and the tasks scenarios" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"
 echo "all tests passed"

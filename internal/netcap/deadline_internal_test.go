@@ -125,3 +125,50 @@ func TestConnWriteDeadline(t *testing.T) {
 		t.Fatalf("armed %v for the past deadline %v", got, past)
 	}
 }
+
+// TestConnWriteDeadlinePassedBeforeWrite: a write-stall deadline that
+// passes before the write it guards has started (the server's goroutine ran
+// late: net/http writes the buffered response after the handler returns) is
+// moved to the write's start plus the time it was asked ahead, so the
+// response is written, not dropped with its connection closed; a deadline
+// asked already in the past (how a write is aborted) stays as it is. The
+// clock is the test's: nothing waits.
+func TestConnWriteDeadlinePassedBeforeWrite(t *testing.T) {
+	rec := &deadlineConn{}
+	now := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	c := &conn{Conn: rec, now: func() time.Time { return now }}
+	const stall = 300 * time.Millisecond
+
+	if err := c.SetWriteDeadline(now.Add(stall)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * stall) // the write starts after the deadline
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.writes[0]; got.Before(now.Add(stall)) {
+		t.Fatalf("the write ran under %v, passed before it started at %v: want at least %v", got, now, now.Add(stall))
+	}
+
+	// Within the deadline: written under it, nothing re-armed.
+	armed := len(rec.armed)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.armed) != armed || !rec.writes[1].Equal(rec.writes[0]) {
+		t.Fatalf("armed %v, writes %v: want the deadline left alone", rec.armed, rec.writes)
+	}
+
+	// A deadline asked in the past aborts the write: not moved.
+	past := now.Add(-time.Second)
+	if err := c.SetWriteDeadline(past); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.writes[2]; !got.Equal(past) {
+		t.Fatalf("the write ran under %v, want the past deadline %v", got, past)
+	}
+}

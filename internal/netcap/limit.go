@@ -407,13 +407,23 @@ type conn struct {
 	prev, next *conn      // its neighbours in queue
 	since      time.Time  // when it became idle
 
-	// Guarded by wmu: the write deadline last asked for, the one armed on
-	// the socket, and how much later than asked it was armed (see
-	// SetWriteDeadline).
+	// Guarded by wmu: the write deadline last asked for, how far ahead it
+	// was when asked, the one armed on the socket, and how much later than
+	// asked it was armed (see SetWriteDeadline and Write).
 	wmu    sync.Mutex
 	wAsked time.Time
+	wAhead time.Duration
 	wArmed time.Time
 	wSlack time.Duration
+
+	now func() time.Time // the clock of the deadlines; nil means time.Now (tests set it)
+}
+
+func (c *conn) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // SetWriteDeadline asks for a write deadline of t, lazily. A deadline
@@ -426,31 +436,57 @@ type conn struct {
 // request was among the largest costs in a profile of the loopback host;
 // this way it is armed about once per sixteenth of the timeout per busy
 // connection, and a 30 s stall is detected after 30 to 32 s. A deadline
-// cleared while a write is blocked still ends that write.
+// cleared while a write is blocked still ends that write. A deadline that
+// passes before the next write starts is moved by Write (see there).
 func (c *conn) SetWriteDeadline(t time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.wAsked = t
-	if t.IsZero() || (!c.wArmed.IsZero() && !t.After(c.wArmed) && !t.Before(c.wArmed.Add(-c.wSlack))) {
-		return nil // disarmed before the next write, or armed within the slack after t
+	c.wAsked, c.wAhead = t, 0
+	if t.IsZero() {
+		return nil // disarmed before the next write
 	}
-	c.wSlack = max(time.Until(t)/16, 0)
+	c.wAhead = t.Sub(c.clock())
+	if !c.wArmed.IsZero() && !t.After(c.wArmed) && !t.Before(c.wArmed.Add(-c.wSlack)) {
+		return nil // armed within the slack after t
+	}
+	return c.armLocked(t)
+}
+
+// armLocked arms t plus a sixteenth of wAhead on the socket; wmu is held.
+func (c *conn) armLocked(t time.Time) error {
+	c.wSlack = max(c.wAhead/16, 0)
 	c.wArmed = t.Add(c.wSlack)
 	return c.Conn.SetWriteDeadline(c.wArmed)
 }
 
 // Write writes b under the deadline last asked for: a deadline asked to be
-// cleared is disarmed first.
+// cleared is disarmed first. A deadline asked that far ahead (wAhead > 0)
+// but passed before this write starts is moved to now plus wAhead: the
+// write-stall timeout measures the client's progress, and a write that has
+// not started has stalled on nobody but the server. net/http writes a
+// response from its buffer after the handler returns, and on a machine
+// loaded enough that the server's goroutine ran later than the timeout
+// (seen with a 300 ms one under parallel tests), the response was dropped
+// unwritten and its kept-alive connection closed: the client saw "EOF" for
+// a POST, which it does not retry. A deadline asked already in the past
+// (net/http's way to abort a write) is left as it is.
 func (c *conn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
-	if c.wAsked.IsZero() && !c.wArmed.IsZero() {
+	var err error
+	switch {
+	case c.wAsked.IsZero() && !c.wArmed.IsZero():
 		c.wArmed = time.Time{}
-		if err := c.Conn.SetWriteDeadline(time.Time{}); err != nil {
-			c.wmu.Unlock()
-			return 0, err
+		err = c.Conn.SetWriteDeadline(time.Time{})
+	case c.wAhead > 0:
+		if now := c.clock(); !now.Before(c.wAsked) {
+			c.wAsked = now.Add(c.wAhead)
+			err = c.armLocked(c.wAsked)
 		}
 	}
 	c.wmu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	return c.Conn.Write(b)
 }
 
@@ -458,7 +494,7 @@ func (c *conn) Write(b []byte) (int, error) {
 func (c *conn) SetDeadline(t time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.wAsked, c.wArmed, c.wSlack = t, t, 0
+	c.wAsked, c.wArmed, c.wSlack, c.wAhead = t, t, 0, 0
 	return c.Conn.SetDeadline(t)
 }
 

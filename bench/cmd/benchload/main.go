@@ -8,7 +8,7 @@
 // that cmd/benchserver started and described (its stdout line, in a file):
 //
 //	benchload -info FILE -wire 2025-11-25|2026-07-28 [-c 12] [-warmup 1s] [-duration 5s]
-//	          [-tokens fresh|cached] [-mem] [-warmup-count N -count N]
+//	          [-tokens fresh|cached] [-mem] [-warmup-count N -count N] [-workload NAME]
 //
 // stdio, pipelined with a window of requests in flight, against a server it
 // starts itself:
@@ -19,6 +19,9 @@
 // token on every request, from a pool of distinct tokens more than twice the
 // host's verdict cache, used in turn, so that every request is verified in
 // full; cached presents one token throughout, verified once.
+// -workload (agentmcp-workspace only) sends read_file or tasks-get instead
+// of echo; tasks-get (2026-07-28) first creates a task and waits for it to
+// complete, then reads it.
 // -mem reads the server's heap in use (its -debug listener) after the
 // warm-up and again after the measured phase.
 package main
@@ -44,6 +47,7 @@ import (
 
 type options struct {
 	info, wire, tokens, label string
+	workload                  string
 	stdio, mem                bool
 	clients, window           int
 	warmup, duration          time.Duration
@@ -57,6 +61,7 @@ func main() {
 	flag.StringVar(&o.wire, "wire", wire.ProtoLegacy, "HTTP: the wire, "+wire.ProtoLegacy+" or "+wire.ProtoModern)
 	flag.StringVar(&o.tokens, "tokens", "", "agentmcp-remote: fresh (a different token on every request) or cached (one token)")
 	flag.IntVar(&o.pool, "pool", 0, "-tokens fresh: the pool's size instead of 2×cache+c (smaller pools hit the verdict cache: for smoke tests only)")
+	flag.StringVar(&o.workload, "workload", wire.Echo.Name, "HTTP: the request sent, one of "+strings.Join(wire.Workloads, ", "))
 	flag.BoolVar(&o.mem, "mem", false, "HTTP: read the server's heap after the warm-up and at the end (needs benchserver -debug)")
 	flag.IntVar(&o.clients, "c", 12, "HTTP: concurrent clients, one kept-alive connection each")
 	flag.BoolVar(&o.stdio, "stdio", false, "drive the stdio server started by the command after --")
@@ -125,6 +130,19 @@ func runHTTP(ctx context.Context, o options) (*load.Report, error) {
 		}
 	}
 	rep := &load.Report{Mode: "http", Server: si.Server, Wire: o.wire, Clients: o.clients, ServerGOMAXPROCS: si.GOMAXPROCS}
+	switch o.workload {
+	case wire.Echo.Name:
+	case wire.ReadFile.Name:
+		t.Workload, rep.Workload = wire.ReadFile, o.workload
+	case "tasks-get":
+		id, err := load.CreateTask(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", si.Server, err)
+		}
+		t.Workload, rep.Workload = wire.TasksGet(id), o.workload
+	default:
+		return nil, fmt.Errorf("-workload %q: want one of %s", o.workload, strings.Join(wire.Workloads, ", "))
+	}
 	if si.Remote != nil || o.tokens != "" {
 		if si.Remote == nil {
 			return nil, fmt.Errorf("-tokens: %s mints no tokens", si.Server)

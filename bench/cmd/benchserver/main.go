@@ -41,7 +41,7 @@ import (
 )
 
 func main() {
-	name := flag.String("server", "", "the server: HTTP "+strings.Join(servers.HTTPNames(), ", ")+"; stdio "+strings.Join(servers.StdioNames(), ", "))
+	name := flag.String("server", "", "the server: HTTP "+strings.Join(append(servers.HTTPNames(), servers.WorkspaceNames()...), ", ")+"; stdio "+strings.Join(servers.StdioNames(), ", "))
 	transport := flag.String("transport", "http", "http or stdio")
 	debug := flag.Bool("debug", false, "HTTP: serve GET /heap on a second loopback listener")
 	keyDir := flag.String("keydir", "", "agentmcp-remote: the directory for the private key file (default: the system's temporary directory)")

@@ -30,7 +30,8 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ok   stdio/agentmcp", "ok   http/2026-07-28/agentmcp-remote/fresh", "ok   mem/agentmcp-loopback"} {
+	for _, want := range []string{"ok   stdio/agentmcp", "ok   http/2026-07-28/agentmcp-remote/fresh", "ok   mem/agentmcp-loopback",
+		"ok   http/2026-07-28/agentmcp-workspace/read_file", "ok   http/2026-07-28/agentmcp-workspace/tasks-get"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("no %q in the smoke log", want)
 		}

@@ -14,6 +14,8 @@
 //     cached token. Each row starts its server pinned to one CPU
 //     (taskset -c 0), then benchload pinned to another (taskset -c 1) with 12
 //     clients on kept-alive connections: a warm-up, then a measured phase.
+//   - the workspace session behind the loopback host (2026-07-28): a
+//     plain tools/call of read_file, then tasks/get of a completed task.
 //   - stdio, separate processes: bare, mcp-go, go-sdk, agentmcp, pipelined
 //     with 64 requests in flight.
 //   - memory: 10⁵ requests against the loopback host, its heap in use
@@ -82,7 +84,7 @@ func main() {
 	flag.BoolVar(&c.pin, "pin", true, "pin the server and the load generator with taskset")
 	flag.StringVar(&c.serverCPU, "server-cpu", "0", "taskset CPU list of the servers")
 	flag.StringVar(&c.loadCPU, "load-cpu", "1", "taskset CPU list of the load generator")
-	flag.StringVar(&rows, "rows", "", "run only the rows whose id matches this regexp (ids: http/<wire>/<server>[/<tokens>], stdio/<server>, mem/<server>, inproc, engine)")
+	flag.StringVar(&rows, "rows", "", "run only the rows whose id matches this regexp (ids: http/<wire>/<server>[/<tokens>|/<workload>], stdio/<server>, mem/<server>, inproc, engine)")
 	flag.BoolVar(&c.extra, "extra", false, "also run the HTTP rows of go-sdk-sse and agentmcp-handler (the framing without admission)")
 	flag.StringVar(&c.logDir, "logdir", "", "keep the go test logs and the raw reports (results.json) in this directory")
 	flag.StringVar(&c.out, "o", "", "also write the table to this file")
@@ -154,6 +156,9 @@ type row struct {
 	Wire   string `json:"wire,omitempty"`
 	Server string `json:"server"`
 	Tokens string `json:"tokens,omitempty"`
+	// Workload is the request, when not echo (wire.ReadFile.Name,
+	// "tasks-get"): the workspace rows.
+	Workload string `json:"workload,omitempty"`
 }
 
 func (r row) ID() string {
@@ -162,6 +167,9 @@ func (r row) ID() string {
 		id := "http/" + r.Wire + "/" + r.Server
 		if r.Tokens != "" {
 			id += "/" + r.Tokens
+		}
+		if r.Workload != "" {
+			id += "/" + r.Workload
 		}
 		return id
 	default:
@@ -184,10 +192,23 @@ func allRows(extra bool) []row {
 			row{Kind: kindHTTP, Wire: w, Server: servers.AgentmcpRemote, Tokens: "fresh"},
 			row{Kind: kindHTTP, Wire: w, Server: servers.AgentmcpRemote, Tokens: "cached"})
 	}
+	rows = append(rows, workspaceRows()...)
 	for _, s := range []string{servers.Bare, servers.MCPGo, servers.GoSDK, servers.Agentmcp} {
 		rows = append(rows, row{Kind: kindStdio, Wire: wire.ProtoLegacy, Server: s})
 	}
 	return append(rows, row{Kind: kindMem, Wire: wire.ProtoModern, Server: servers.AgentmcpLoopback})
+}
+
+// workspaceRows are the rows that set a 2026-07-28 tasks/get of a
+// completed task beside a plain tools/call of read_file, both against the
+// loopback host serving the workspace session, adjacent so that each round
+// runs them back to back.
+func workspaceRows() []row {
+	var rows []row
+	for _, w := range []string{wire.ReadFile.Name, "tasks-get"} {
+		rows = append(rows, row{Kind: kindHTTP, Wire: wire.ProtoModern, Server: servers.AgentmcpWorkspace, Workload: w})
+	}
+	return rows
 }
 
 // rowResult is what one row measured over its rounds.
@@ -347,7 +368,10 @@ func run(ctx context.Context, c config, benchDir string) error {
 // no HTTP connection was re-opened.
 func checkReport(rw row, rep *load.Report) error {
 	want := wire.EchoText
-	if strings.HasPrefix(rw.Server, "agentmcp") {
+	switch {
+	case rw.Workload != "":
+		want = wire.FileText
+	case strings.HasPrefix(rw.Server, "agentmcp"):
 		want = wire.EnvelopeText
 	}
 	switch {

@@ -204,6 +204,9 @@ func (r *runner) httpRow(ctx context.Context, rw row, p plan, clients int, extra
 	if rw.Tokens != "" {
 		args = append(args, "-tokens", rw.Tokens)
 	}
+	if rw.Workload != "" {
+		args = append(args, "-workload", rw.Workload)
+	}
 	if rw.Kind == kindMem {
 		args = append(args, "-mem")
 	}

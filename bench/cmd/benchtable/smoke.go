@@ -25,7 +25,8 @@ const (
 // smoke starts every server the bench knows in its own process (each HTTP
 // server once, then both wires against it; the remote host with fresh and
 // cached tokens; the loopback host's debug listener too) and every stdio
-// server, and checks a few answers from each through benchload. binDir
+// server, and the workspace rows, and checks a few answers from each
+// through benchload. binDir
 // holds benchserver and benchload; empty means build them.
 func smoke(ctx context.Context, benchDir, binDir string, log io.Writer) error {
 	tmp, err := os.MkdirTemp("", "benchtable-smoke-")
@@ -93,6 +94,10 @@ func smoke(ctx context.Context, benchDir, binDir string, log io.Writer) error {
 			errs = append(errs, err)
 			fmt.Fprintf(log, "FAIL stopping %s: %v\n", name, err)
 		}
+	}
+	for _, rw := range workspaceRows() {
+		rep, err := r.httpRow(ctx, rw, smokePlan, smokeClients)
+		check(rw, rep, err)
 	}
 	for _, name := range servers.StdioNames() {
 		rw := row{Kind: kindStdio, Wire: wire.ProtoLegacy, Server: name}

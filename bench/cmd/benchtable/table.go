@@ -64,6 +64,11 @@ func findStat(stats []benchStat, name string) *benchStat {
 
 func httpID(w, server string) string { return "http/" + w + "/" + server }
 
+// workspaceID is the id of a workspace row.
+func workspaceID(workload string) string {
+	return httpID(wire.ProtoModern, servers.AgentmcpWorkspace) + "/" + workload
+}
+
 // inprocGroups are the in-process benchmarks, by go test name.
 var inprocGroups = []struct{ bench, title string }{
 	{"BenchmarkStdio", "stdio (io.Pipe, one call at a time)"},
@@ -144,6 +149,10 @@ func (res *results) goals() []goal {
 		g = append(g, res.rateGoal("remote host, a fresh RS256 token every request (worst case) ÷ loopback host, requests/s, "+w,
 			httpID(w, servers.AgentmcpRemote)+"/fresh", httpID(w, servers.AgentmcpLoopback), "reported", nil))
 	}
+	// Issue 20: a client polling a task costs about what a plain call of
+	// the workspace does (both rows against the same host, same run).
+	g = append(g, res.rateGoal("tasks/get of a completed task ÷ tools/call read_file, requests/s, workspace session, loopback host, "+wire.ProtoModern,
+		workspaceID("tasks-get"), workspaceID(wire.ReadFile.Name), "≥ 0.80x", atLeast(0.8)))
 	mem := math.NaN()
 	if r := res.rep("mem/" + servers.AgentmcpLoopback); r != nil && r.HeapAfterWarmup != nil && r.HeapEnd != nil {
 		mem = float64(r.HeapEnd.InUse) / float64(r.HeapAfterWarmup.InUse)
@@ -299,7 +308,7 @@ func render(w io.Writer, res *results) {
 	// rows against the loopback host; both against mcp-go too.
 	httpRows := func(remote bool, base string) {
 		for _, rr := range res.Rows {
-			if rr.Kind != kindHTTP || (rr.Tokens != "") != remote {
+			if rr.Kind != kindHTTP || (rr.Tokens != "") != remote || rr.Workload != "" {
 				continue
 			}
 			label := rr.Server
@@ -317,7 +326,7 @@ func render(w io.Writer, res *results) {
 			row2(w, append(append(cells, lat(r)...), res.cpuCols(r)...)...)
 		}
 	}
-	if res.hasKind(kindHTTP) {
+	if res.hasEchoHTTP() {
 		fmt.Fprintf(w, "\n### Streamable HTTP, separate processes (%d clients, kept-alive)\n\n", c.Clients)
 		row2(w, append([]string{"wire", "server", "requests/s", "÷ bare", "÷ mcp-go", "p50 µs", "p99 µs"}, cpuHead...)...)
 		row2(w, append([]string{"---", "---", "---:", "---:", "---:", "---:", "---:"}, cpuAlign...)...)
@@ -329,6 +338,24 @@ func render(w io.Writer, res *results) {
 		row2(w, append([]string{"wire", "tokens", "requests/s", "÷ loopback host", "÷ mcp-go", "p50 µs", "p99 µs"}, cpuHead...)...)
 		row2(w, append([]string{"---", "---", "---:", "---:", "---:", "---:", "---:"}, cpuAlign...)...)
 		httpRows(true, servers.AgentmcpLoopback)
+	}
+	if res.hasWorkspace() {
+		fmt.Fprintf(w, "\n### Workspace session: tasks/get beside read_file (loopback host, %s, %d clients)\n\n", wire.ProtoModern, c.Clients)
+		fmt.Fprintf(w, "read_file: a plain tools/call of the workspace's read_file of a %d-byte file. tasks-get: tasks/get of a completed agent_submit task whose result is that file's content. The same _meta (the tasks extension declared) on both.\n\n", len(wire.FileText))
+		row2(w, append([]string{"request", "requests/s", "÷ read_file", "p50 µs", "p99 µs"}, cpuHead...)...)
+		row2(w, append([]string{"---", "---:", "---:", "---:", "---:"}, cpuAlign...)...)
+		for _, rr := range res.Rows {
+			if rr.Workload == "" {
+				continue
+			}
+			r := res.rep(rr.ID())
+			if r == nil {
+				row2(w, rr.Workload, "FAILED", "", "", "", "", "", "", "")
+				continue
+			}
+			cells := []string{rr.Workload, fmtCount(r.Result.RPS), fmtRatio(r.Result.RPS / res.rps(workspaceID(wire.ReadFile.Name)))}
+			row2(w, append(append(cells, lat(r)...), res.cpuCols(r)...)...)
+		}
 	}
 	if res.hasKind(kindStdio) {
 		fmt.Fprintf(w, "\n### stdio, separate processes (pipelined, %d in flight; initialize on 2025-11-25)\n\n", c.Window)
@@ -426,6 +453,26 @@ func oneLine(s string) string { return strings.Join(strings.Fields(tail(s, 600))
 func (res *results) hasRemote() bool {
 	for _, r := range res.Rows {
 		if r.Kind == kindHTTP && r.Tokens != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasEchoHTTP reports whether an HTTP row of the echo workload ran (the
+// main HTTP table's rows).
+func (res *results) hasEchoHTTP() bool {
+	for _, r := range res.Rows {
+		if r.Kind == kindHTTP && r.Tokens == "" && r.Workload == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (res *results) hasWorkspace() bool {
+	for _, r := range res.Rows {
+		if r.Workload != "" {
 			return true
 		}
 	}

@@ -32,6 +32,9 @@ type HTTPTarget struct {
 	// Tokens, when set, gives the bearer token of every request (after the
 	// ones in Header, which should then hold no Authorization).
 	Tokens Tokens
+	// Workload is the request every call sends; the zero value means
+	// wire.Echo.
+	Workload wire.Workload
 }
 
 // Tokens gives the bearer token of the n-th request (n counts from 1 over
@@ -83,11 +86,7 @@ func DialHTTP(t HTTPTarget, c int) (*HTTPLoad, error) {
 	if c < 1 {
 		return nil, errors.New("load: need at least one client")
 	}
-	h := &HTTPLoad{t: t}
-	h.head = fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\n", t.Path, t.Host)
-	for _, kv := range append(wire.HTTPHeaders(t.Modern), t.Header...) {
-		h.head = fmt.Appendf(h.head, "%s: %s\r\n", kv[0], kv[1])
-	}
+	h := newHTTPLoad(t)
 	for range c {
 		conn := &httpConn{h: h}
 		if err := conn.dial(); err != nil {
@@ -104,7 +103,7 @@ func DialHTTP(t HTTPTarget, c int) (*HTTPLoad, error) {
 			return nil, fmt.Errorf("first call on connection %d: %w", i, err)
 		}
 		if i == 0 {
-			if h.want, err = wire.Expect(text); err != nil {
+			if h.want, err = h.t.Workload.Expect(text); err != nil {
 				h.Close()
 				return nil, err
 			}
@@ -114,6 +113,64 @@ func DialHTTP(t HTTPTarget, c int) (*HTTPLoad, error) {
 		}
 	}
 	return h, nil
+}
+
+// newHTTPLoad prepares a load on t without connections.
+func newHTTPLoad(t HTTPTarget) *HTTPLoad {
+	if t.Workload.Name == "" {
+		t.Workload = wire.Echo
+	}
+	h := &HTTPLoad{t: t}
+	h.head = fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\n", t.Path, t.Host)
+	for _, kv := range append(t.Workload.HTTPHeaders(t.Modern), t.Header...) {
+		h.head = fmt.Appendf(h.head, "%s: %s\r\n", kv[0], kv[1])
+	}
+	return h
+}
+
+// CreateTask creates the task a wire.TasksGet workload reads (2026-07-28):
+// it sends wire.TaskCreate to t, then polls tasks/get until the task has
+// completed (the workspace rows' turn answers at once; the bound is only
+// against a server that never finishes it), and returns its id.
+func CreateTask(t HTTPTarget) (string, error) {
+	if !t.Modern {
+		return "", errors.New("load: tasks/get is measured on the 2026-07-28 wire only")
+	}
+	create := t
+	create.Workload = wire.TaskCreate
+	conn := &httpConn{h: newHTTPLoad(create)}
+	if err := conn.dial(); err != nil {
+		return "", err
+	}
+	defer func() {
+		if conn.nc != nil {
+			conn.nc.Close()
+		}
+	}()
+	msg, err := conn.roundTrip(1, conn.h.token())
+	if err != nil {
+		return "", fmt.Errorf("creating the task: %w", err)
+	}
+	id, err := wire.TaskID(msg, 1)
+	if err != nil {
+		return "", err
+	}
+	get := t
+	get.Workload = wire.TasksGet(id)
+	conn.h = newHTTPLoad(get)
+	deadline := time.Now().Add(callTimeout)
+	for n := int64(2); ; n++ {
+		msg, err := conn.roundTrip(n, conn.h.token())
+		if err != nil {
+			return "", fmt.Errorf("reading the task: %w", err)
+		}
+		if _, err = get.Workload.Text(msg, n); err == nil {
+			return id, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the task did not complete: %w", err)
+		}
+	}
 }
 
 // Want is the text every answer carries.
@@ -233,15 +290,26 @@ func (c *httpConn) dial() error {
 	return nil
 }
 
-// call posts one tools/call and returns the checked answer's text.
+// call posts the workload's request and returns the checked answer's
+// text.
 func (c *httpConn) call(id int64, token string) (string, error) {
+	msg, err := c.roundTrip(id, token)
+	if err != nil {
+		return "", err
+	}
+	return c.h.t.Workload.Text(msg, id)
+}
+
+// roundTrip posts the workload's request and returns the JSON-RPC answer
+// (valid until the next round trip).
+func (c *httpConn) roundTrip(id int64, token string) ([]byte, error) {
 	if c.nc == nil { // the server closed the previous connection
 		if err := c.dial(); err != nil {
-			return "", err
+			return nil, err
 		}
 		c.h.reconnects.Add(1)
 	}
-	c.body = wire.AppendCall(c.body[:0], id, c.h.t.Modern)
+	c.body = c.h.t.Workload.AppendRequest(c.body[:0], id, c.h.t.Modern)
 	req := append(c.req[:0], c.h.head...)
 	if token != "" {
 		req = append(append(append(req, "Authorization: Bearer "...), token...), "\r\n"...)
@@ -252,28 +320,24 @@ func (c *httpConn) call(id int64, token string) (string, error) {
 	c.req = req
 
 	if err := c.nc.SetDeadline(time.Now().Add(callTimeout)); err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, err := c.nc.Write(req); err != nil {
-		return "", err
+		return nil, err
 	}
 	resp, err := http.ReadResponse(c.br, nil)
 	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
+		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	c.resp.Reset()
 	_, err = c.resp.ReadFrom(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return "", fmt.Errorf("reading the answer's body: %w", err)
+		return nil, fmt.Errorf("reading the answer's body: %w", err)
 	}
 	if resp.Close {
 		c.nc.Close()
 		c.nc = nil
 	}
-	msg, err := wire.HTTPAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), c.resp.Bytes())
-	if err != nil {
-		return "", err
-	}
-	return wire.CallText(msg, id)
+	return wire.HTTPAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), c.resp.Bytes())
 }

@@ -124,14 +124,16 @@ func ReadHeap(ctx context.Context, debugURL string) (Heap, error) {
 
 // Report is benchload's output: one JSON line on its stdout.
 type Report struct {
-	Mode    string `json:"mode"` // http or stdio
-	Server  string `json:"server"`
-	Wire    string `json:"wire"`
-	Tokens  string `json:"tokens,omitempty"`
-	Clients int    `json:"clients,omitempty"`
-	Window  int    `json:"window,omitempty"`
-	Warmup  string `json:"warmup"`
-	Phase   string `json:"phase"`
+	Mode   string `json:"mode"` // http or stdio
+	Server string `json:"server"`
+	Wire   string `json:"wire"`
+	Tokens string `json:"tokens,omitempty"`
+	// Workload is the request sent, when not echo: read_file, tasks-get.
+	Workload string `json:"workload,omitempty"`
+	Clients  int    `json:"clients,omitempty"`
+	Window   int    `json:"window,omitempty"`
+	Warmup   string `json:"warmup"`
+	Phase    string `json:"phase"`
 	// Answer is the text every answer carried.
 	Answer string `json:"answer"`
 	Result Result `json:"result"`

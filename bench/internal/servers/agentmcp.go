@@ -12,16 +12,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
+	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/agentmcp/agentmcp/bench/internal/wire"
 )
 
 // echoSession is the ports.Session agentmcp serves: one runtime tool, echo,
@@ -170,4 +175,63 @@ func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait 
 	}
 	wait = func() error { return errors.Join(t.Wait(), eng.Shutdown(context.Background())) }
 	return wait, stop, nil
+}
+
+// workspaceSession is the reference workspace session (adapters/workspace,
+// the CLI's tools) over a root holding wire.FileName, for the rows that set
+// tasks/get beside a plain read_file. It has no model; its submission is a
+// "turn" that reads the file through the same read_file and answers its
+// content, so an agent_submit task completes at once with a result of about
+// read_file's size: the completed task the tasks/get row reads.
+type workspaceSession struct{ *workspace.Session }
+
+func (s workspaceSession) Submit(ctx context.Context, _ string, c ports.Caller) (ports.TurnResult, error) {
+	env, err := s.InvokeTool(ctx, "read_file", json.RawMessage(`{"path":"`+wire.FileName+`"}`), c)
+	if err != nil {
+		return ports.TurnResult{}, err
+	}
+	var r struct{ Content string }
+	if !env.Success || json.Unmarshal(env.Result, &r) != nil {
+		return ports.TurnResult{}, fmt.Errorf("read_file failed: %s", env.Error)
+	}
+	return ports.TurnResult{Response: r.Content}, nil
+}
+
+// startAgentmcpWorkspace starts the loopback host, as startAgentmcpLoopback
+// does, serving workspaceSession over a temporary root, which stop removes.
+func startAgentmcpWorkspace(ctx context.Context) (url, token string, stop func(context.Context) error, err error) {
+	root, err := os.MkdirTemp("", "bench-workspace-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(root)
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(root, wire.FileName), []byte(wire.FileText), 0o644); err != nil {
+		return "", "", nil, err
+	}
+	ws, err := workspace.New(workspace.Options{Root: root})
+	if err != nil {
+		return "", "", nil, err
+	}
+	eng, err := engine.New(workspaceSession{ws}, engine.Options{Name: agentmcpName, Version: agentmcpVersion})
+	if err != nil {
+		ws.Close()
+		return "", "", nil, err
+	}
+	h, err := httploopback.New(eng, httploopback.Options{})
+	if err == nil {
+		err = h.Start(ctx)
+	}
+	if err != nil {
+		ws.Close()
+		return "", "", nil, err
+	}
+	ep := h.Endpoint()
+	stopHost := stopBoth(h.Stop, eng)
+	return ep.URL, ep.Token, func(ctx context.Context) error {
+		return errors.Join(stopHost(ctx), ws.Close(), os.RemoveAll(root))
+	}, nil
 }

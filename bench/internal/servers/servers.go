@@ -31,13 +31,21 @@ const (
 	// (adapters/metrics observing every request).
 	AgentmcpLoopbackMetrics = "agentmcp-loopback-metrics"
 	AgentmcpRemote          = "agentmcp-remote"
-	Agentmcp                = "agentmcp" // stdio
+	// AgentmcpWorkspace is the loopback host serving the workspace session
+	// (the CLI's read_file) instead of echo: the read_file and tasks/get
+	// rows (wire.ReadFile, wire.TasksGet), not the echo workload.
+	AgentmcpWorkspace = "agentmcp-workspace"
+	Agentmcp          = "agentmcp" // stdio
 )
 
-// HTTPNames are the Streamable HTTP servers StartHTTP knows.
+// HTTPNames are the Streamable HTTP servers StartHTTP knows that serve the
+// echo workload; WorkspaceNames those that serve the workspace's.
 func HTTPNames() []string {
 	return []string{Bare, MCPGo, GoSDK, GoSDKSSE, AgentmcpHandler, AgentmcpLoopback, AgentmcpLoopbackMetrics, AgentmcpRemote}
 }
+
+// WorkspaceNames are the HTTP servers of the workspace workloads.
+func WorkspaceNames() []string { return []string{AgentmcpWorkspace} }
 
 // StdioNames are the stdio servers ServeStdio knows.
 func StdioNames() []string { return []string{Bare, MCPGo, GoSDK, Agentmcp} }
@@ -88,8 +96,14 @@ func StartHTTP(ctx context.Context, name string) (*HTTP, error) {
 			return nil, err
 		}
 		return serveHandler(name, h)
-	case AgentmcpLoopback, AgentmcpLoopbackMetrics:
-		url, token, stop, err := startAgentmcpLoopback(ctx, name == AgentmcpLoopbackMetrics)
+	case AgentmcpLoopback, AgentmcpLoopbackMetrics, AgentmcpWorkspace:
+		start := func(ctx context.Context) (string, string, func(context.Context) error, error) {
+			return startAgentmcpLoopback(ctx, name == AgentmcpLoopbackMetrics)
+		}
+		if name == AgentmcpWorkspace {
+			start = startAgentmcpWorkspace
+		}
+		url, token, stop, err := start(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +113,7 @@ func StartHTTP(ctx context.Context, name string) (*HTTP, error) {
 	case AgentmcpRemote:
 		return startRemote(ctx)
 	}
-	return nil, fmt.Errorf("servers: no HTTP server %q (have %s)", name, strings.Join(HTTPNames(), ", "))
+	return nil, fmt.Errorf("servers: no HTTP server %q (have %s)", name, strings.Join(append(HTTPNames(), WorkspaceNames()...), ", "))
 }
 
 // UnusedToken is the bearer token sent to the servers that check none (the
@@ -185,5 +199,7 @@ func ServeStdio(ctx context.Context, name string, in io.ReadCloser, out io.Write
 }
 
 // KnownHTTP and KnownStdio report whether a name is known.
-func KnownHTTP(name string) bool  { return slices.Contains(HTTPNames(), name) }
+func KnownHTTP(name string) bool {
+	return slices.Contains(HTTPNames(), name) || slices.Contains(WorkspaceNames(), name)
+}
 func KnownStdio(name string) bool { return slices.Contains(StdioNames(), name) }

@@ -31,9 +31,7 @@ const (
 		`"io.modelcontextprotocol/clientInfo":{"name":"agentmcp-bench","version":"0"},` +
 		`"io.modelcontextprotocol/clientCapabilities":{}},`
 
-	callPrefix       = `{"jsonrpc":"2.0","id":`
-	callSuffix       = `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello world"}}}`
-	callSuffixModern = `,"method":"tools/call","params":{` + modernMeta + `"name":"echo","arguments":{"text":"hello world"}}}`
+	callPrefix = `{"jsonrpc":"2.0","id":`
 
 	// InitializeLine and InitializedLine are the stdio handshake (2025-11-25),
 	// sent before the first call. The initialize request has id 1.
@@ -61,29 +59,13 @@ func Modern(wire string) bool {
 	panic("wire: unknown wire " + strconv.Quote(wire))
 }
 
-// AppendCall appends one tools/call request with the given id (no newline).
-func AppendCall(dst []byte, id int64, modern bool) []byte {
-	dst = append(dst, callPrefix...)
-	dst = strconv.AppendInt(dst, id, 10)
-	if modern {
-		return append(dst, callSuffixModern...)
-	}
-	return append(dst, callSuffix...)
-}
+// AppendCall appends one tools/call echo request with the given id (no
+// newline): [Echo]'s request.
+func AppendCall(dst []byte, id int64, modern bool) []byte { return Echo.AppendRequest(dst, id, modern) }
 
-// HTTPHeaders returns the MCP request headers of a wire, in a fixed order,
-// without Host, Content-Length or Authorization.
-func HTTPHeaders(modern bool) [][2]string {
-	h := [][2]string{
-		{"Content-Type", "application/json"},
-		{"Accept", "application/json, text/event-stream"},
-	}
-	if modern {
-		return append(h, [2]string{"MCP-Protocol-Version", ProtoModern},
-			[2]string{"Mcp-Method", "tools/call"}, [2]string{"Mcp-Name", "echo"})
-	}
-	return append(h, [2]string{"MCP-Protocol-Version", ProtoLegacy})
-}
+// HTTPHeaders returns the MCP request headers of [Echo] on a wire, in a
+// fixed order, without Host, Content-Length or Authorization.
+func HTTPHeaders(modern bool) [][2]string { return Echo.HTTPHeaders(modern) }
 
 // response is what the harness decodes from every answer. Decoding is the
 // same for every server, so its cost is part of the floor.

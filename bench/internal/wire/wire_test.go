@@ -125,3 +125,58 @@ func TestRequestAndBareAnswer(t *testing.T) {
 		t.Fatalf("initialize raw id %q", raw)
 	}
 }
+
+// TestWorkloads: Echo's request is AppendCall's; the workspace workloads'
+// checks accept their good answer and reject the ways a server could get it
+// wrong (a broken server must never look fast).
+func TestWorkloads(t *testing.T) {
+	for _, modern := range []bool{false, true} {
+		if got, want := string(Echo.AppendRequest(nil, 9, modern)), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{`; !strings.HasPrefix(got, want) || !json.Valid([]byte(got)) {
+			t.Errorf("echo request %s", got)
+		}
+	}
+	get := TasksGet("abc")
+	if req := string(get.AppendRequest(nil, 5, true)); !json.Valid([]byte(req)) || !strings.Contains(req, `"method":"tasks/get","params":{"_meta":{`) ||
+		!strings.Contains(req, `"io.modelcontextprotocol/tasks":{}`) || !strings.HasSuffix(req, `"taskId":"abc"}}`) {
+		t.Errorf("tasks/get request %s", req)
+	}
+	if h := get.HTTPHeaders(true); h[len(h)-2] != [2]string{"Mcp-Method", "tasks/get"} || h[len(h)-1] != [2]string{"Mcp-Name", "abc"} {
+		t.Errorf("tasks/get headers %q", h)
+	}
+
+	readOK := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"read_file\",\"result\":{\"path\":\"notes.txt\",\"content\":\"hello world\\n\"},\"duration\":0.1,\"executionId\":\"exec-3\"}"}]}}`
+	if text, err := ReadFile.Text([]byte(readOK), 7); err != nil || text != FileText {
+		t.Errorf("read_file answer: %q, %v", text, err)
+	}
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"success\":false,\"toolName\":\"read_file\",\"error\":\"no\"}"}]}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"success\":true,\"toolName\":\"echo\",\"result\":{\"content\":\"hello world\\n\"}}"}]}}`,
+		`{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"x"}]}}`,
+	} {
+		if _, err := ReadFile.Text([]byte(bad), 7); err == nil {
+			t.Errorf("read_file accepted %s", bad)
+		}
+	}
+
+	taskOK := `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","taskId":"abc","status":"completed","result":{"content":[{"type":"text","text":"hello world\n"}]}}}`
+	if text, err := get.Text([]byte(taskOK), 7); err != nil || text != FileText {
+		t.Errorf("tasks/get answer: %q, %v", text, err)
+	}
+	for name, bad := range map[string]string{
+		"working":   `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","taskId":"abc","status":"working"}}`,
+		"isError":   `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","status":"completed","result":{"content":[{"type":"text","text":"x"}],"isError":true}}}`,
+		"error":     `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Failed to retrieve task: Task not found"}}`,
+		"wrong id":  strings.Replace(taskOK, `"id":7`, `"id":6`, 1),
+		"not typed": strings.Replace(taskOK, `"resultType":"complete",`, ``, 1),
+	} {
+		if _, err := get.Text([]byte(bad), 7); err == nil {
+			t.Errorf("tasks/get accepted %s: %s", name, bad)
+		}
+	}
+	if id, err := TaskID([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"abc","status":"working"}}`), 1); err != nil || id != "abc" {
+		t.Errorf("TaskID: %q, %v", id, err)
+	}
+	if _, err := TaskID([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`), 1); err == nil {
+		t.Error("TaskID accepted a CallToolResult")
+	}
+}
