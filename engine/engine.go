@@ -31,13 +31,16 @@
 // pipeline and the methods), conn.go (connections), exchange.go (stateless
 // exchanges), caller.go (the Caller a session gets), rounds.go
 // (input-required rounds), carrier.go (the carrier lifecycle), tasks.go (the
-// 2026-07-28 tasks extension).
+// 2026-07-28 tasks extension and the task store), tasks_legacy.go
+// (2025-11-25's experimental tasks).
 package engine
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,7 +244,7 @@ func (e *Engine) isStopping() bool { return e.base.Err() != nil }
 // catalog reads and validates the session's catalog. It runs on every
 // tools/list and tools/call because a session's catalog may change.
 func (e *Engine) catalog(ctx context.Context) (*domain.Catalog, error) {
-	tools, err := e.session.RuntimeTools(ctx)
+	tools, err := e.runtimeTools(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +257,22 @@ func (e *Engine) catalog(ctx context.Context) (*domain.Catalog, error) {
 	}
 	e.validated.Store(c)
 	return c, nil
+}
+
+// errCatalogPanic is the error of a catalog read whose session panicked
+// (docs/SPEC.md §3): a fixed message, never the panic's value.
+var errCatalogPanic = errors.New("Internal error: the session failed while listing its tools")
+
+// runtimeTools is the session's RuntimeTools with its panic recovered as
+// errCatalogPanic, logged like recoverSession's.
+func (e *Engine) runtimeTools(ctx context.Context) (tools []domain.Tool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.logger.Error("engine: the session panicked listing its tools", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			tools, err = nil, errCatalogPanic
+		}
+	}()
+	return e.session.RuntimeTools(ctx)
 }
 
 // waitGroup waits for wg until ctx ends.

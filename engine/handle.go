@@ -637,7 +637,8 @@ type toolOutcome struct {
 	rerr   *Error
 }
 
-// failed reports whether the outcome is a CallToolResult with isError true.
+// failed reports whether the outcome is a CallToolResult with isError true
+// (a JSON-RPC error is not: its result is empty).
 func (o toolOutcome) failed() bool {
 	if o.env != nil {
 		return !o.env.Success

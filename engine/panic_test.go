@@ -1,35 +1,19 @@
 package engine_test
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 )
-
-// lockedBuffer is a log destination safe for the engine's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestSessionPanicEveryPath: a session that panics in InvokeTool or Submit
 // does not take the server down, on every path a call takes (a legacy
@@ -39,7 +23,7 @@ func (l *lockedBuffer) String() string {
 // never to the wire, and the stream goes on serving (docs/SPEC.md §3, §14).
 func TestSessionPanicEveryPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs lockedBuffer
+		var logs syncbuf.Buffer
 		e, err := engine.New(fake.New(), engine.Options{AskClient: true,
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 		if err != nil {
@@ -126,6 +110,69 @@ func TestSessionPanicEveryPath(t *testing.T) {
 		}
 		if records != 4 {
 			t.Errorf("%d panic records logged, want 4:\n%s", records, logs.String())
+		}
+	})
+}
+
+// catalogPanics is a session whose RuntimeTools panics while panics is set.
+type catalogPanics struct {
+	*fake.Session
+	panics atomic.Bool
+}
+
+func (s *catalogPanics) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
+	if s.panics.Load() {
+		panic(fake.PanicValue)
+	}
+	return s.Session.RuntimeTools(ctx)
+}
+
+// TestSessionPanicInRuntimeTools: a session whose RuntimeTools panics does
+// not take the server down either: tools/list answers -32603 and tools/call
+// the tool error, both with the fixed message, the panic is logged at error
+// level, and the stream serves the next request once the catalog reads
+// again (docs/SPEC.md §3).
+func TestSessionPanicInRuntimeTools(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncbuf.Buffer
+		s := &catalogPanics{Session: fake.New()}
+		e, err := engine.New(s, engine.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shutdown(t, e) })
+		c := newClient(t, e)
+		recv := func() map[string]any {
+			t.Helper()
+			b := <-c.out
+			if strings.Contains(string(b), "secret-7f3a") {
+				t.Errorf("the panic's value reached the wire: %s", b)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatalf("not JSON: %s", b)
+			}
+			return m
+		}
+		const fixed = "Internal error: the session failed while listing its tools"
+		c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		recv()
+		s.panics.Store(true)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if er, _ := recv()["error"].(map[string]any); er["code"] != -32603.0 || er["message"] != fixed {
+			t.Errorf("tools/list: error %v, want -32603 %q", er, fixed)
+		}
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+		if r := result(t, recv()); r["isError"] != true || !strings.Contains(mustJSON(r["content"]), fixed) {
+			t.Errorf("tools/call: %v, want the tool error %q", r, fixed)
+		}
+		s.panics.Store(false)
+		c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+		if r := result(t, recv()); r["isError"] != false {
+			t.Errorf("the next call: %v, want served", r)
+		}
+		if n := strings.Count(logs.String(), `"level":"ERROR"`); n < 2 || !strings.Contains(logs.String(), "catalogPanics") {
+			t.Errorf("%d error records, want one or more per request, with the stack:\n%s", n, logs.String())
 		}
 	})
 }

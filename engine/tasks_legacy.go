@@ -231,7 +231,7 @@ func appendLegacyTaskStatus(b []byte, t *task) ([]byte, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	status := t.status
-	if status == taskCompleted && t.outcome.isError() {
+	if status == taskCompleted && t.outcome.failed() {
 		status = taskFailed
 	}
 	b = jsonrpc.AppendString(append(b, `"taskId":`...), t.id)
@@ -243,15 +243,6 @@ func appendLegacyTaskStatus(b []byte, t *task) ([]byte, string) {
 	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), t.updated.UTC().Format(time.RFC3339Nano))
 	b = strconv.AppendInt(append(b, `,"ttl":`...), t.ttl.Milliseconds(), 10)
 	return strconv.AppendInt(append(b, `,"pollInterval":`...), t.store.poll.Milliseconds(), 10), status
-}
-
-// isError reports whether the outcome is a CallToolResult with isError
-// true.
-func (o toolOutcome) isError() bool {
-	if o.env != nil {
-		return !o.env.Success
-	}
-	return o.rerr == nil && o.result.IsError != nil && *o.result.IsError
 }
 
 var errTaskEnded = jsonrpc.NewError(CodeInvalidParams, "Cannot cancel task: it has already ended")
