@@ -365,12 +365,9 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
 	}
 	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name, ArgsDigest: digest}
-	var responses []jsonrpc.Member
-	if r, ok := in.param("inputResponses"); ok {
-		if !jsonrpc.IsObject(r) {
-			return answerErr(in.id, jsonrpc.InvalidParams("inputResponses must be an object"))
-		}
-		responses = mustMembers(r)
+	responses, rerr := inputResponses(in)
+	if rerr != nil {
+		return answerErr(in.id, rerr)
 	}
 	waiter := newCallCaller(in, p, nil)
 	waiter.tasks = taskable && declaresTasks(in.clientCaps())

@@ -615,11 +615,14 @@ func (e *Engine) serveTask(p *peer, in *inbound) reply {
 	}
 	switch in.method {
 	case "tasks/update":
-		r, ok := in.param("inputResponses")
-		if !ok || !jsonrpc.IsObject(r) {
+		if r, ok := in.param("inputResponses"); !ok || !jsonrpc.IsObject(r) {
 			return answerErr(in.id, jsonrpc.InvalidParams("tasks/update needs an inputResponses object"))
 		}
-		t.answer(mustMembers(r))
+		r, rerr := inputResponses(in)
+		if rerr != nil {
+			return answerErr(in.id, rerr)
+		}
+		t.answer(r)
 	case "tasks/cancel":
 		t.cancelRunning(errTaskCancelled)
 	default: // tasks/get
