@@ -122,6 +122,10 @@ type inbound struct {
 	// parked is the call this request parked (its answer is
 	// input_required), ended if that answer is dropped (see abandon).
 	parked *parkedCall
+	// task is the task this request's answer creates (its CreateTaskResult):
+	// if that answer is dropped, nobody holds the task's id, and abandon
+	// cancels and forgets it.
+	task *task
 	// written, when set, runs once the answer has been delivered: a
 	// 2025-11-25 task's notifications wait for the answer that names it
 	// (tasks_legacy.go).

@@ -465,11 +465,18 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 			if stopping {
 				cause = ErrShuttingDown
 			}
-			if e.endParked(pc, cause) {
+			ended := e.endParked(pc, cause)
+			if ended {
 				<-pc.done
-			} // else it became a task meanwhile, which goes on
+			}
 			if stopping {
 				return e.callResult(in, errShutdownResult)
+			}
+			if t := pc.tasked(); !ended && t != nil {
+				// It became a task meanwhile: the answer naming it, which
+				// the carrier drops (the client left or cancelled), and
+				// abandon then ends the task nobody can name.
+				return e.taskCreated(in, t)
 			}
 			return reply{kind: Cancelled}
 		}
@@ -514,7 +521,20 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 // that is cancelled or disconnects ends the parked call). Like a request
 // that ends a call while waiting, it waits for the call's goroutine.
 func (e *Engine) abandon(in *inbound, cause error) {
-	if in == nil || in.parked == nil {
+	if in == nil {
+		return
+	}
+	if t := in.task; t != nil {
+		// The answer naming the task was dropped: nobody holds its id, so
+		// nobody could read, answer or cancel it (docs/SPEC.md §14). It
+		// ends unseen and holds no bound; its goroutine returns as for
+		// any cancelled task.
+		in.task = nil
+		t.wire.silence()
+		t.cancel(cause, "")
+		e.tasks.forget(t)
+	}
+	if in.parked == nil {
 		return
 	}
 	pc := in.parked

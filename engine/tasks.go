@@ -169,6 +169,15 @@ func (s *taskStore) get(id, bind string) *task {
 	return t
 }
 
+// forget removes t from the store (its id was never given: abandon).
+func (s *taskStore) forget(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID[t.id] == t {
+		delete(s.byID, t.id)
+	}
+}
+
 // all returns the tasks that match.
 func (s *taskStore) all(match func(*task) bool) []*task {
 	s.mu.Lock()
@@ -501,6 +510,7 @@ func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name stri
 // task as it was created (appendCreated), no requestState, no
 // inputRequests.
 func (e *Engine) taskCreated(in *inbound, t *task) reply {
+	in.task = t
 	return answered(e.resultTail(appendCreated(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
 }
 
