@@ -57,7 +57,8 @@ type TaskOptions struct {
 	// [DefaultTasksPerPrincipal].
 	PerPrincipal int
 	// Max bounds every task the engine holds, running or kept; zero means
-	// [DefaultMaxTasks].
+	// [DefaultMaxTasks]. At the bound an ended task is forgotten before its
+	// TTL to make room, when there is one (taskStore.evictable).
 	Max int
 	// Clock reads the time for timestamps and expiry; nil means time.Now.
 	// Tests inject one to expire tasks without waiting.
@@ -89,6 +90,7 @@ type taskStore struct {
 
 	mu   sync.Mutex
 	byID map[string]*task
+	seq  uint64 // tasks stored so far: a task's seq orders ties of time
 }
 
 func newTaskStore(o TaskOptions) *taskStore {
@@ -137,9 +139,15 @@ func (s *taskStore) add(t *task) (string, bool) {
 	case live >= s.perPrincipal:
 		return msgTasksPerPrincipal, false
 	case len(s.byID) >= s.max:
-		return msgTasksMax, false
+		victim := s.evictable()
+		if victim == nil {
+			return msgTasksMax, false
+		}
+		delete(s.byID, victim.id)
 	}
 	t.id = newTaskID()
+	s.seq++
+	t.seq = s.seq
 	if t.ttl <= 0 {
 		t.ttl = s.ttl
 	}
@@ -147,6 +155,43 @@ func (s *taskStore) add(t *task) (string, bool) {
 	t.status = taskWorking
 	s.byID[t.id] = t
 	return "", true
+}
+
+// evictable is the task to forget when the store is full (under s.mu): the
+// oldest ended task of the binding that holds the most tasks among those
+// with an ended one; nil when every task runs. Without it one principal
+// could keep every other out of tasks for a TTL by ending its own (the
+// per-principal bound counts running tasks only) and creating more; this
+// way its own results go first (docs/SPEC.md §14).
+func (s *taskStore) evictable() *task {
+	held := make(map[string]int)
+	oldest := make(map[string]*task) // per binding, its oldest ended task
+	for _, o := range s.byID {
+		held[o.bind]++
+		o.mu.Lock()
+		ended, at := o.terminal(), o.ended
+		o.mu.Unlock()
+		if !ended {
+			continue
+		}
+		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.endedAt()) || at.Equal(cur.endedAt()) && o.seq < cur.seq {
+			oldest[o.bind] = o
+		}
+	}
+	var victim *task
+	for bind, o := range oldest {
+		if victim == nil || held[bind] > held[victim.bind] || held[bind] == held[victim.bind] && bind < victim.bind {
+			victim = o
+		}
+	}
+	return victim
+}
+
+// endedAt reads when t ended (zero while it runs).
+func (t *task) endedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
 }
 
 // get returns the task id bound to bind; nil when it is unknown, expired or
@@ -204,6 +249,7 @@ func newTaskID() string {
 // mu; the session's goroutine finishes it, tasks/cancel and Shutdown end it.
 type task struct {
 	id    string
+	seq   uint64 // its place in creation order (set when stored)
 	bind  string
 	store *taskStore
 	ttl   time.Duration // kept this long after its end: the store's, or a 2025-11-25 client's (tasks_legacy.go)

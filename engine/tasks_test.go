@@ -446,3 +446,39 @@ func TestInputResponsesNamingAKeyTwice(t *testing.T) {
 		t.Errorf("a valid retry after the refused one: %s", got)
 	}
 }
+
+// TestTaskBoundNotHeldByOnePrincipalsEndedTasks: one principal cannot keep
+// every other out of tasks by ending its own (tasks/cancel, or turns that
+// finish) and creating more: at the engine's bound, the oldest ended task
+// of the principal holding the most is forgotten to make room. Running
+// tasks are never forgotten: with none ended, the bound refuses.
+func TestTaskBoundNotHeldByOnePrincipalsEndedTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s := taskEngine(t, engine.Options{Tasks: engine.TaskOptions{PerPrincipal: 2, Max: 3}})
+		a := &taskClient{t: t, e: e, who: alice}
+		first, second := a.submit("slow"), a.submit("slow")
+		result(t, a.task("tasks/cancel", first, ""))
+		result(t, a.task("tasks/cancel", second, ""))
+		a.submit("slow") // alice holds 3: two ended, one running; the engine is full
+		b := &taskClient{t: t, e: e, who: bob}
+		b.submit("slow") // room made: alice's oldest ended task is forgotten
+		if m := a.task("tasks/get", first, ""); errorCode(m) != -32602 {
+			t.Errorf("alice's oldest ended task after bob's creation: %v, want forgotten", m)
+		}
+		if g := a.get(second); g["status"] != "cancelled" {
+			t.Errorf("alice's other ended task: %v, want kept", g)
+		}
+		b.submit("slow") // again: alice's other ended task goes
+		if m := a.task("tasks/get", second, ""); errorCode(m) != -32602 {
+			t.Errorf("alice's second ended task: %v, want forgotten", m)
+		}
+		// Now every held task runs: the bound refuses.
+		carol := &taskClient{t: t, e: e, who: ports.Principal{Issuer: "https://as.example", Subject: "carol", Client: "app"}}
+		r := result(t, carol.do("tools/call", taskCaps, `"name":"agent_submit","arguments":{"prompt":"slow"}`, "agent_submit"))
+		if r["isError"] != true || !strings.Contains(r["content"].([]any)[0].(map[string]any)["text"].(string), "holds too many tasks") {
+			t.Errorf("with every held task running: %v, want the engine's bound", r)
+		}
+		s.Release()
+		synctest.Wait()
+	})
+}
