@@ -527,12 +527,9 @@ func (e *Engine) abandon(in *inbound, cause error) {
 	if t := in.task; t != nil {
 		// The answer naming the task was dropped: nobody holds its id, so
 		// nobody could read, answer or cancel it (docs/SPEC.md §14). It
-		// ends unseen and holds no bound; its goroutine returns as for
-		// any cancelled task.
+		// ends unseen, and is forgotten once its call has returned.
 		in.task = nil
-		t.wire.silence()
-		t.cancel(cause, "")
-		e.tasks.forget(t)
+		t.drop(cause)
 	}
 	if in.parked == nil {
 		return

@@ -131,7 +131,7 @@ func (s *taskStore) add(t *task) (string, bool) {
 			delete(s.byID, id)
 			continue
 		}
-		if o.bind == t.bind && o.running() {
+		if o.bind == t.bind && o.busy() {
 			live++
 		}
 	}
@@ -169,10 +169,10 @@ func (s *taskStore) evictable() *task {
 	for _, o := range s.byID {
 		held[o.bind]++
 		o.mu.Lock()
-		ended, at := o.terminal(), o.ended
+		ended, at := o.terminal() && o.returned, o.ended
 		o.mu.Unlock()
 		if !ended {
-			continue
+			continue // running, or cancelled while its call still runs
 		}
 		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.endedAt()) || at.Equal(cur.endedAt()) && o.seq < cur.seq {
 			oldest[o.bind] = o
@@ -208,7 +208,7 @@ func (s *taskStore) get(id, bind string) *task {
 		delete(s.byID, id)
 		return nil
 	}
-	if t.bind != bind {
+	if t.bind != bind || !t.reachable() {
 		return nil
 	}
 	return t
@@ -272,6 +272,8 @@ type task struct {
 	message                 string // statusMessage: the newest step
 	created, updated, ended time.Time
 	outcome                 toolOutcome
+	returned                bool        // the call's goroutine is done with it (finish)
+	unnamed                 bool        // its creating answer was dropped (abandon): nobody can reach it
 	open                    []taskInput // unanswered input requests, oldest first
 	keys                    int         // input request keys minted so far
 }
@@ -300,12 +302,23 @@ func (t *task) running() bool {
 	return !t.terminal()
 }
 
-// expired reports whether t ended more than the TTL ago (under the store's
-// lock; t.mu guards status and ended).
+// busy reports whether t holds a place under its principal's bound: it
+// runs, or it was cancelled and its call has not returned yet (a session
+// slow to notice cancellation), so cancelling and creating tasks cannot
+// pile calls up (under the store's lock).
+func (t *task) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.terminal() || !t.returned
+}
+
+// expired reports whether t ended more than the TTL ago and its call has
+// returned (under the store's lock; t.mu guards status and ended): until
+// then it stays held, under the engine's bound.
 func (t *task) expired(now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.terminal() && now.Sub(t.ended) >= t.ttl
+	return t.terminal() && t.returned && now.Sub(t.ended) >= t.ttl
 }
 
 // settle moves t to a terminal status once (later calls do nothing) and
@@ -345,11 +358,41 @@ func (t *task) cancelRunning(cause error) bool {
 // (isError included: SEP-2663 reverses 2025-11-25 here), failed with a
 // JSON-RPC error.
 func (t *task) finish(o toolOutcome) {
+	t.mu.Lock()
+	t.returned = true
+	unnamed := t.unnamed
+	t.mu.Unlock()
+	if unnamed {
+		t.store.forget(t) // it counted until now (abandon)
+	}
 	if o.rerr != nil {
 		t.settle(taskFailed, o, "")
 		return
 	}
 	t.settle(taskCompleted, o, "")
+}
+
+// drop ends t, whose creating answer was dropped (abandon): nobody holds its
+// id, so it is cancelled unseen, nobody can reach it from now on, and it
+// is forgotten once its call has returned (until then it counts, like any
+// cancelled task whose call still runs).
+func (t *task) drop(cause error) {
+	t.wire.silence()
+	t.mu.Lock()
+	t.unnamed = true
+	returned := t.returned
+	t.mu.Unlock()
+	t.cancel(cause, "")
+	if returned {
+		t.store.forget(t)
+	}
+}
+
+// reachable reports whether t can be named by its client (not dropped).
+func (t *task) reachable() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.unnamed
 }
 
 // cancel ends t (tasks/cancel, Shutdown, its stream's end): it is cancelled
@@ -592,6 +635,7 @@ func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, legac
 		t.finish(e.runTool(ctx2, taskCaller{t}, name, args))
 	}) {
 		t.cancel(ErrShuttingDown, ErrShuttingDown.Error())
+		t.finish(toolOutcome{}) // no call ran: it returned (the status stays cancelled)
 	}
 	return r
 }

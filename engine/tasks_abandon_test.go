@@ -138,3 +138,55 @@ func TestTaskWhoseCreatorLeftOverHTTPIsForgotten(t *testing.T) {
 }
 
 var _ ports.Session = (*gatedCatalog)(nil)
+
+// TestCancelledTaskCountsUntilItsCallReturns: a task cancelled (tasks/cancel)
+// is cancelled at once, but its call still runs until the session notices;
+// until then it counts under its principal's bound, and it is never the
+// task forgotten to make room: otherwise a client could pile up calls on a
+// session slow to notice cancellation by cancelling and creating tasks.
+func TestCancelledTaskCountsUntilItsCallReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := fake.NewHeld()
+		tools, _ := h.RuntimeTools(context.Background())
+		for i := range tools {
+			if tools[i].Name == "slow" {
+				tools[i].TaskSupport = domain.TaskOptional
+			}
+		}
+		h.SetTools(tools)
+		e, err := engine.New(h, engine.Options{Tasks: engine.TaskOptions{PerPrincipal: 1, Max: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shutdown(t, e) })
+		a := &taskClient{t: t, e: e, who: alice}
+		create := func(c *taskClient) map[string]any {
+			return result(t, c.do("tools/call", taskCaps, `"name":"slow","arguments":{}`, "slow"))
+		}
+		id := create(a)["taskId"].(string)
+		result(t, a.task("tasks/cancel", id, ""))
+		<-h.CtxEnded() // the call saw its cancellation; it has not returned
+		if g := a.get(id); g["status"] != "cancelled" {
+			t.Fatalf("after tasks/cancel: %v", g)
+		}
+		if r := create(a); r["resultType"] == "task" {
+			t.Errorf("a second task while the cancelled one's call runs: %v, want the principal's bound", r)
+		}
+		// bob's task fills the engine; the cancelled task is not forgotten
+		// for carol's, since its call still runs.
+		b := &taskClient{t: t, e: e, who: bob}
+		if r := create(b); r["resultType"] != "task" {
+			t.Fatalf("bob: %v", r)
+		}
+		carol := &taskClient{t: t, e: e, who: ports.Principal{Issuer: "https://as.example", Subject: "carol", Client: "app"}}
+		if r := create(carol); r["resultType"] == "task" {
+			t.Errorf("carol's task replaced a cancelled task whose call still runs: %v", r)
+		}
+		h.Let()
+		<-h.Returned()
+		synctest.Wait()
+		if r := create(a); r["resultType"] != "task" {
+			t.Errorf("once the cancelled call returned: %v, want a task", r)
+		}
+	})
+}

@@ -333,7 +333,7 @@ func (e *Engine) listLegacyTasks(p *peer, in *inbound) reply {
 		}
 	}
 	bind, now := p.carrier.binding(), e.tasks.now()
-	tasks := e.tasks.all(func(t *task) bool { return t.bind == bind && !t.expired(now) })
+	tasks := e.tasks.all(func(t *task) bool { return t.bind == bind && !t.expired(now) && t.reachable() })
 	slices.SortFunc(tasks, func(a, b *task) int { return positionOf(a).compare(positionOf(b)) })
 	i, _ := slices.BinarySearchFunc(tasks, after, func(t *task, at taskPosition) int {
 		if positionOf(t).compare(at) <= 0 {

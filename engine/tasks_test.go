@@ -459,6 +459,7 @@ func TestTaskBoundNotHeldByOnePrincipalsEndedTasks(t *testing.T) {
 		first, second := a.submit("slow"), a.submit("slow")
 		result(t, a.task("tasks/cancel", first, ""))
 		result(t, a.task("tasks/cancel", second, ""))
+		synctest.Wait()  // their calls returned
 		a.submit("slow") // alice holds 3: two ended, one running; the engine is full
 		b := &taskClient{t: t, e: e, who: bob}
 		b.submit("slow") // room made: alice's oldest ended task is forgotten
