@@ -24,7 +24,8 @@ func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 		maxPerClient: fs.Int("max-tasks-per-client", engine.DefaultTasksPerPrincipal, "at most `N` tasks run at once for one client "+
 			"(over HTTP its principal, on a stream its connection); a call beyond is a tool error"),
 		maxHeld: fs.Int("max-tasks", engine.DefaultMaxTasks, "at most `N` tasks held in all, running or finished and kept; "+
-			"a call beyond is a tool error"),
+			"at the bound a finished task of the client holding the most is forgotten early, "+
+			"and with every held task running a call beyond is a tool error"),
 	}
 }
 

@@ -122,6 +122,10 @@ type inbound struct {
 	// parked is the call this request parked (its answer is
 	// input_required), ended if that answer is dropped (see abandon).
 	parked *parkedCall
+	// task is the task this request's answer creates (its CreateTaskResult):
+	// if that answer is dropped, nobody holds the task's id, and abandon
+	// cancels and forgets it.
+	task *task
 	// written, when set, runs once the answer has been delivered: a
 	// 2025-11-25 task's notifications wait for the answer that names it
 	// (tasks_legacy.go).
@@ -612,8 +616,8 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 // must be an object and requestState a string, and any requestState is
 // unknown (-32602).
 func checkRoundParams(in *inbound) *Error {
-	if r, ok := in.param("inputResponses"); ok && !jsonrpc.IsObject(r) {
-		return jsonrpc.InvalidParams("inputResponses must be an object")
+	if _, err := inputResponses(in); err != nil {
+		return err
 	}
 	if s, ok := in.param("requestState"); ok {
 		if !jsonrpc.IsString(s) {
@@ -625,6 +629,27 @@ func checkRoundParams(in *inbound) *Error {
 }
 
 var errUnknownState = jsonrpc.InvalidParams("unknown or expired requestState")
+
+// inputResponses reads params.inputResponses (a round's retry, tasks/update):
+// its members, none when it is absent, or -32602 when it is not an object
+// or names a key twice. A key named twice answers nothing: readers disagree
+// on which member counts (encoding/json and JavaScript take the last), so
+// an answer a proxy read as "deny" could otherwise reach us as "allow_once"
+// (docs/SPEC.md §6).
+func inputResponses(in *inbound) ([]jsonrpc.Member, *Error) {
+	r, ok := in.param("inputResponses")
+	if !ok {
+		return nil, nil
+	}
+	if !jsonrpc.IsObject(r) {
+		return nil, jsonrpc.InvalidParams("inputResponses must be an object")
+	}
+	ms, dup := jsonrpc.Members(r, nil)
+	if dup {
+		return nil, jsonrpc.InvalidParams("inputResponses names a key twice")
+	}
+	return ms, nil
+}
 
 var errShutdownResult = toolOutcome{result: domain.ToolError(ErrShuttingDown.Error())}
 

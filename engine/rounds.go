@@ -365,12 +365,9 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments are not valid JSON"))
 	}
 	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name, ArgsDigest: digest}
-	var responses []jsonrpc.Member
-	if r, ok := in.param("inputResponses"); ok {
-		if !jsonrpc.IsObject(r) {
-			return answerErr(in.id, jsonrpc.InvalidParams("inputResponses must be an object"))
-		}
-		responses = mustMembers(r)
+	responses, rerr := inputResponses(in)
+	if rerr != nil {
+		return answerErr(in.id, rerr)
 	}
 	waiter := newCallCaller(in, p, nil)
 	waiter.tasks = taskable && declaresTasks(in.clientCaps())
@@ -468,11 +465,18 @@ func (e *Engine) awaitRound(ctx context.Context, p *peer, in *inbound, bind doma
 			if stopping {
 				cause = ErrShuttingDown
 			}
-			if e.endParked(pc, cause) {
+			ended := e.endParked(pc, cause)
+			if ended {
 				<-pc.done
-			} // else it became a task meanwhile, which goes on
+			}
 			if stopping {
 				return e.callResult(in, errShutdownResult)
+			}
+			if t := pc.tasked(); !ended && t != nil {
+				// It became a task meanwhile: the answer naming it, which
+				// the carrier drops (the client left or cancelled), and
+				// abandon then ends the task nobody can name.
+				return e.taskCreated(in, t)
 			}
 			return reply{kind: Cancelled}
 		}
@@ -517,7 +521,17 @@ func (e *Engine) parkRound(p *peer, in *inbound, bind domain.RoundBinding, pc *p
 // that is cancelled or disconnects ends the parked call). Like a request
 // that ends a call while waiting, it waits for the call's goroutine.
 func (e *Engine) abandon(in *inbound, cause error) {
-	if in == nil || in.parked == nil {
+	if in == nil {
+		return
+	}
+	if t := in.task; t != nil {
+		// The answer naming the task was dropped: nobody holds its id, so
+		// nobody could read, answer or cancel it (docs/SPEC.md §14). It
+		// ends unseen, and is forgotten once its call has returned.
+		in.task = nil
+		t.drop(cause)
+	}
+	if in.parked == nil {
 		return
 	}
 	pc := in.parked

@@ -57,7 +57,8 @@ type TaskOptions struct {
 	// [DefaultTasksPerPrincipal].
 	PerPrincipal int
 	// Max bounds every task the engine holds, running or kept; zero means
-	// [DefaultMaxTasks].
+	// [DefaultMaxTasks]. At the bound an ended task is forgotten before its
+	// TTL to make room, when there is one (taskStore.evictable).
 	Max int
 	// Clock reads the time for timestamps and expiry; nil means time.Now.
 	// Tests inject one to expire tasks without waiting.
@@ -89,6 +90,7 @@ type taskStore struct {
 
 	mu   sync.Mutex
 	byID map[string]*task
+	seq  uint64 // tasks stored so far: a task's seq orders ties of time
 }
 
 func newTaskStore(o TaskOptions) *taskStore {
@@ -129,7 +131,7 @@ func (s *taskStore) add(t *task) (string, bool) {
 			delete(s.byID, id)
 			continue
 		}
-		if o.bind == t.bind && o.running() {
+		if o.bind == t.bind && o.busy() {
 			live++
 		}
 	}
@@ -137,9 +139,15 @@ func (s *taskStore) add(t *task) (string, bool) {
 	case live >= s.perPrincipal:
 		return msgTasksPerPrincipal, false
 	case len(s.byID) >= s.max:
-		return msgTasksMax, false
+		victim := s.evictable()
+		if victim == nil {
+			return msgTasksMax, false
+		}
+		delete(s.byID, victim.id)
 	}
 	t.id = newTaskID()
+	s.seq++
+	t.seq = s.seq
 	if t.ttl <= 0 {
 		t.ttl = s.ttl
 	}
@@ -147,6 +155,43 @@ func (s *taskStore) add(t *task) (string, bool) {
 	t.status = taskWorking
 	s.byID[t.id] = t
 	return "", true
+}
+
+// evictable is the task to forget when the store is full (under s.mu): the
+// oldest ended task of the binding that holds the most tasks among those
+// with an ended one; nil when every task runs. Without it one principal
+// could keep every other out of tasks for a TTL by ending its own (the
+// per-principal bound counts running tasks only) and creating more; this
+// way its own results go first (docs/SPEC.md §14).
+func (s *taskStore) evictable() *task {
+	held := make(map[string]int)
+	oldest := make(map[string]*task) // per binding, its oldest ended task
+	for _, o := range s.byID {
+		held[o.bind]++
+		o.mu.Lock()
+		ended, at := o.terminal() && o.returned, o.ended
+		o.mu.Unlock()
+		if !ended {
+			continue // running, or cancelled while its call still runs
+		}
+		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.endedAt()) || at.Equal(cur.endedAt()) && o.seq < cur.seq {
+			oldest[o.bind] = o
+		}
+	}
+	var victim *task
+	for bind, o := range oldest {
+		if victim == nil || held[bind] > held[victim.bind] || held[bind] == held[victim.bind] && bind < victim.bind {
+			victim = o
+		}
+	}
+	return victim
+}
+
+// endedAt reads when t ended (zero while it runs).
+func (t *task) endedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
 }
 
 // get returns the task id bound to bind; nil when it is unknown, expired or
@@ -163,10 +208,19 @@ func (s *taskStore) get(id, bind string) *task {
 		delete(s.byID, id)
 		return nil
 	}
-	if t.bind != bind {
+	if t.bind != bind || !t.reachable() {
 		return nil
 	}
 	return t
+}
+
+// forget removes t from the store (its id was never given: abandon).
+func (s *taskStore) forget(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID[t.id] == t {
+		delete(s.byID, t.id)
+	}
 }
 
 // all returns the tasks that match.
@@ -195,6 +249,7 @@ func newTaskID() string {
 // mu; the session's goroutine finishes it, tasks/cancel and Shutdown end it.
 type task struct {
 	id    string
+	seq   uint64 // its place in creation order (set when stored)
 	bind  string
 	store *taskStore
 	ttl   time.Duration // kept this long after its end: the store's, or a 2025-11-25 client's (tasks_legacy.go)
@@ -217,6 +272,8 @@ type task struct {
 	message                 string // statusMessage: the newest step
 	created, updated, ended time.Time
 	outcome                 toolOutcome
+	returned                bool        // the call's goroutine is done with it (finish)
+	unnamed                 bool        // its creating answer was dropped (abandon): nobody can reach it
 	open                    []taskInput // unanswered input requests, oldest first
 	keys                    int         // input request keys minted so far
 }
@@ -245,12 +302,23 @@ func (t *task) running() bool {
 	return !t.terminal()
 }
 
-// expired reports whether t ended more than the TTL ago (under the store's
-// lock; t.mu guards status and ended).
+// busy reports whether t holds a place under its principal's bound: it
+// runs, or it was cancelled and its call has not returned yet (a session
+// slow to notice cancellation), so cancelling and creating tasks cannot
+// pile calls up (under the store's lock).
+func (t *task) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.terminal() || !t.returned
+}
+
+// expired reports whether t ended more than the TTL ago and its call has
+// returned (under the store's lock; t.mu guards status and ended): until
+// then it stays held, under the engine's bound.
 func (t *task) expired(now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.terminal() && now.Sub(t.ended) >= t.ttl
+	return t.terminal() && t.returned && now.Sub(t.ended) >= t.ttl
 }
 
 // settle moves t to a terminal status once (later calls do nothing) and
@@ -290,11 +358,41 @@ func (t *task) cancelRunning(cause error) bool {
 // (isError included: SEP-2663 reverses 2025-11-25 here), failed with a
 // JSON-RPC error.
 func (t *task) finish(o toolOutcome) {
+	t.mu.Lock()
+	t.returned = true
+	unnamed := t.unnamed
+	t.mu.Unlock()
+	if unnamed {
+		t.store.forget(t) // it counted until now (abandon)
+	}
 	if o.rerr != nil {
 		t.settle(taskFailed, o, "")
 		return
 	}
 	t.settle(taskCompleted, o, "")
+}
+
+// drop ends t, whose creating answer was dropped (abandon): nobody holds its
+// id, so it is cancelled unseen, nobody can reach it from now on, and it
+// is forgotten once its call has returned (until then it counts, like any
+// cancelled task whose call still runs).
+func (t *task) drop(cause error) {
+	t.wire.silence()
+	t.mu.Lock()
+	t.unnamed = true
+	returned := t.returned
+	t.mu.Unlock()
+	t.cancel(cause, "")
+	if returned {
+		t.store.forget(t)
+	}
+}
+
+// reachable reports whether t can be named by its client (not dropped).
+func (t *task) reachable() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.unnamed
 }
 
 // cancel ends t (tasks/cancel, Shutdown, its stream's end): it is cancelled
@@ -501,6 +599,7 @@ func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name stri
 // task as it was created (appendCreated), no requestState, no
 // inputRequests.
 func (e *Engine) taskCreated(in *inbound, t *task) reply {
+	in.task = t
 	return answered(e.resultTail(appendCreated(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
 }
 
@@ -536,6 +635,7 @@ func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, legac
 		t.finish(e.runTool(ctx2, taskCaller{t}, name, args))
 	}) {
 		t.cancel(ErrShuttingDown, ErrShuttingDown.Error())
+		t.finish(toolOutcome{}) // no call ran: it returned (the status stays cancelled)
 	}
 	return r
 }
@@ -615,11 +715,14 @@ func (e *Engine) serveTask(p *peer, in *inbound) reply {
 	}
 	switch in.method {
 	case "tasks/update":
-		r, ok := in.param("inputResponses")
-		if !ok || !jsonrpc.IsObject(r) {
+		if r, ok := in.param("inputResponses"); !ok || !jsonrpc.IsObject(r) {
 			return answerErr(in.id, jsonrpc.InvalidParams("tasks/update needs an inputResponses object"))
 		}
-		t.answer(mustMembers(r))
+		r, rerr := inputResponses(in)
+		if rerr != nil {
+			return answerErr(in.id, rerr)
+		}
+		t.answer(r)
 	case "tasks/cancel":
 		t.cancelRunning(errTaskCancelled)
 	default: // tasks/get

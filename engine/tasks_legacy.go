@@ -212,6 +212,7 @@ func (e *Engine) callAsLegacyTask(p *peer, in *inbound, cat *domain.Catalog, nam
 	}
 	return e.startTask(p, in, name, args, l, func(t *task) reply {
 		l.wire.named(t.id)
+		in.task = t
 		b := append(jsonrpc.AppendResponseHead(make([]byte, 0, 320), in.id), `,"result":{"task":{`...)
 		return answered(append(appendLegacyTask(b, t), "}}}"...))
 	}), true
@@ -332,7 +333,7 @@ func (e *Engine) listLegacyTasks(p *peer, in *inbound) reply {
 		}
 	}
 	bind, now := p.carrier.binding(), e.tasks.now()
-	tasks := e.tasks.all(func(t *task) bool { return t.bind == bind && !t.expired(now) })
+	tasks := e.tasks.all(func(t *task) bool { return t.bind == bind && !t.expired(now) && t.reachable() })
 	slices.SortFunc(tasks, func(a, b *task) int { return positionOf(a).compare(positionOf(b)) })
 	i, _ := slices.BinarySearchFunc(tasks, after, func(t *task, at taskPosition) int {
 		if positionOf(t).compare(at) <= 0 {
@@ -478,6 +479,18 @@ func (w *taskWire) send(b []byte) {
 	case len(w.held) < maxHeldNotifications:
 		w.held = append(w.held, b)
 	}
+}
+
+// silence drops what waits for the creating answer and everything after:
+// that answer was dropped (abandon), so nothing may name the task.
+func (w *taskWire) silence() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.held = nil
+	w.write = func([]byte) {}
 }
 
 // progress relays one progress report of the task's session (the

@@ -396,3 +396,90 @@ func TestShutdownCancelsRunningTasks(t *testing.T) {
 		}
 	})
 }
+
+// TestInputResponsesNamingAKeyTwice: an inputResponses object that names a
+// key twice is -32602 and answers nothing, for tasks/update and for a
+// round's retry alike. Readers disagree on which of two same-named members
+// counts (encoding/json and JavaScript take the last, a first-match reader
+// the first), so a proxy that checked a "deny" could otherwise let an
+// "allow_once" through (docs/SPEC.md §6, §14).
+func TestInputResponsesNamingAKeyTwice(t *testing.T) {
+	const allowThenDeny = `{"action":"accept","content":{"decision":"allow_once"}},"%s":{"action":"accept","content":{"decision":"deny"}}`
+	dup := func(key string) string {
+		return `"inputResponses":{"` + key + `":` + strings.ReplaceAll(allowThenDeny, "%s", key) + `}`
+	}
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := taskEngine(t, engine.Options{AskClient: true})
+		c := &taskClient{t: t, e: e, who: alice}
+		id := c.submit("background")
+		synctest.Wait()
+		if m := c.task("tasks/update", id, ","+dup("input-1")); errorCode(m) != -32602 {
+			t.Errorf("tasks/update naming input-1 twice: %v, want -32602", m)
+		}
+		// An escaped spelling of the same name is the same name.
+		if m := c.task("tasks/update", id, `,"inputResponses":{"input-1":{"action":"decline"},"input\u002d1":{"action":"decline"}}`); errorCode(m) != -32602 {
+			t.Errorf("tasks/update naming input-1 twice (escaped): %v, want -32602", m)
+		}
+		synctest.Wait()
+		if g := c.get(id); g["status"] != "input_required" {
+			t.Fatalf("after the refused updates: %v, want input_required (nothing answered)", g)
+		}
+		result(t, c.task("tasks/update", id, `,"inputResponses":{"input-1":{"action":"decline"}}`))
+		synctest.Wait()
+		text := c.get(id)["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]
+		if text != "the background agent was denied" {
+			t.Errorf("after the valid update: %v", text)
+		}
+	})
+
+	e, _ := askEngine(t, engine.Options{})
+	c := newClient(t, e)
+	c.send(writeCall("1", ""))
+	st := state(t, c.recv())
+	c.send(writeCall("2", `,"requestState":"`+st+`",`+dup("prompt")))
+	if m := c.recv(); errorCode(m) != -32602 || m["id"] != 2.0 {
+		t.Errorf("a retry naming prompt twice: %v, want -32602", m)
+	}
+	// The refused retry did not use the round up.
+	c.send(writeCall("3", allow(st)))
+	if got := envelopeOf(t, c.recv()); got != `{"success":true,"toolName":"write"}` {
+		t.Errorf("a valid retry after the refused one: %s", got)
+	}
+}
+
+// TestTaskBoundNotHeldByOnePrincipalsEndedTasks: one principal cannot keep
+// every other out of tasks by ending its own (tasks/cancel, or turns that
+// finish) and creating more: at the engine's bound, the oldest ended task
+// of the principal holding the most is forgotten to make room. Running
+// tasks are never forgotten: with none ended, the bound refuses.
+func TestTaskBoundNotHeldByOnePrincipalsEndedTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s := taskEngine(t, engine.Options{Tasks: engine.TaskOptions{PerPrincipal: 2, Max: 3}})
+		a := &taskClient{t: t, e: e, who: alice}
+		first, second := a.submit("slow"), a.submit("slow")
+		result(t, a.task("tasks/cancel", first, ""))
+		result(t, a.task("tasks/cancel", second, ""))
+		synctest.Wait()  // their calls returned
+		a.submit("slow") // alice holds 3: two ended, one running; the engine is full
+		b := &taskClient{t: t, e: e, who: bob}
+		b.submit("slow") // room made: alice's oldest ended task is forgotten
+		if m := a.task("tasks/get", first, ""); errorCode(m) != -32602 {
+			t.Errorf("alice's oldest ended task after bob's creation: %v, want forgotten", m)
+		}
+		if g := a.get(second); g["status"] != "cancelled" {
+			t.Errorf("alice's other ended task: %v, want kept", g)
+		}
+		b.submit("slow") // again: alice's other ended task goes
+		if m := a.task("tasks/get", second, ""); errorCode(m) != -32602 {
+			t.Errorf("alice's second ended task: %v, want forgotten", m)
+		}
+		// Now every held task runs: the bound refuses.
+		carol := &taskClient{t: t, e: e, who: ports.Principal{Issuer: "https://as.example", Subject: "carol", Client: "app"}}
+		r := result(t, carol.do("tools/call", taskCaps, `"name":"agent_submit","arguments":{"prompt":"slow"}`, "agent_submit"))
+		if r["isError"] != true || !strings.Contains(r["content"].([]any)[0].(map[string]any)["text"].(string), "holds too many tasks") {
+			t.Errorf("with every held task running: %v, want the engine's bound", r)
+		}
+		s.Release()
+		synctest.Wait()
+	})
+}
