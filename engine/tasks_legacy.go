@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,8 +128,11 @@ func (e *Engine) requestedTTL(hint []byte) (time.Duration, *Error) {
 	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, errTaskTTL // a string, a boolean, an object, an array
 	}
+	// A number beyond float64's range is still a JSON number: ParseFloat
+	// then gives ±Inf (or ±0 below its smallest) with ErrRange, which
+	// the bounds below clamp like any other.
 	ms, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || ms < 0 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || ms < 0 {
 		return 0, errTaskTTL
 	}
 	most := e.tasks.ttl

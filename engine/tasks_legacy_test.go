@@ -66,21 +66,24 @@ func TestLegacyTaskTTL(t *testing.T) {
 			{`{"ttl":0}`, 10000},        // likewise
 			{`{"ttl":1e300}`, 600000},   // the engine's bound
 			{`{"ttl":3600000}`, 600000}, // likewise
+			{`{"ttl":1e400}`, 600000},   // beyond float64, still a JSON number
+			{`{"ttl":1e-400}`, 10000},   // below float64's smallest: the minimum
 		} {
 			task := legacyTaskOf(t, call(i+1, c.task))
+			synctest.Wait() // its turn ends: 8 running is the client's bound
 			if task["ttl"] != c.want {
 				t.Errorf("task %s: ttl %v, want %v", c.task, task["ttl"], c.want)
 			}
 		}
-		for i, bad := range []string{`{"ttl":-1}`, `{"ttl":"60000"}`, `{"ttl":true}`, `{"ttl":{}}`, `5`, `"x"`, `[]`, `{"ttl":1,"ttl":2}`} {
+		for i, bad := range []string{`{"ttl":-1}`, `{"ttl":-1e400}`, `{"ttl":"60000"}`, `{"ttl":true}`, `{"ttl":{}}`, `5`, `"x"`, `[]`, `{"ttl":1,"ttl":2}`} {
 			m := call(20+i, bad)
 			if errorCode(m) != -32602 {
 				t.Errorf("task %s: %v, want -32602", bad, m)
 			}
 		}
 		synctest.Wait()
-		if n := len(s.Calls()); n != 8 {
-			t.Errorf("session calls = %d, want 8 (none for a refused task)", n)
+		if n := len(s.Calls()); n != 10 {
+			t.Errorf("session calls = %d, want 10 (none for a refused task)", n)
 		}
 		// The TTL in force is the task's own: a 60 s task is forgotten
 		// after 60 s; a default one is still kept.
