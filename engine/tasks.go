@@ -284,6 +284,10 @@ type taskInput struct {
 	key   string
 	form  domain.Form
 	reply chan json.RawMessage // capacity 1; nil sent when settled closed
+	// elicited: asked through the stream's elicitation/create (a
+	// 2025-11-25 task), answered there only; tasks/update ignores it as
+	// an unknown key, or the task would read working while it waits.
+	elicited bool
 }
 
 func (t *task) terminal() bool {
@@ -449,7 +453,7 @@ func (t *task) elicitClient(ctx context.Context, form domain.Form) json.RawMessa
 	}
 	t.keys++
 	key := "input-" + strconv.Itoa(t.keys)
-	t.open = append(t.open, taskInput{key: key, form: form, reply: make(chan json.RawMessage, 1)})
+	t.open = append(t.open, taskInput{key: key, form: form, reply: make(chan json.RawMessage, 1), elicited: true})
 	t.status, t.updated = taskInputRequired, t.store.now()
 	t.mu.Unlock()
 	t.wire.changed()
@@ -487,7 +491,7 @@ func (t *task) answer(responses []jsonrpc.Member) {
 	var raws []json.RawMessage
 	for _, m := range responses {
 		for i, in := range t.open {
-			if in.key == m.Name {
+			if in.key == m.Name && !in.elicited {
 				ready = append(ready, in)
 				raws = append(raws, append(json.RawMessage(nil), m.Value...))
 				t.open = append(t.open[:i], t.open[i+1:]...)

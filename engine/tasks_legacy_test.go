@@ -356,3 +356,39 @@ func TestLegacyTaskListOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// TestLegacyTaskElicitationNotAnsweredByTasksUpdate: a 2025-11-25 task on
+// a stream asks through elicitation/create; a 2026-07-28 tasks/update
+// naming that input on the same stream is acked but answers nothing
+// (SEP-2663: unknown keys are ignored): the task stays input_required
+// until the elicitation is answered (docs/SPEC.md §14).
+func TestLegacyTaskElicitationNotAnsweredByTasksUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := taskEngine(t, engine.Options{AskClient: true})
+		c := legacyStream(t, e)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"background"},"task":{}}}`)
+		id := legacyTaskOf(t, c.recv())["taskId"].(string)
+		if m := c.recv(); method(m) != "notifications/tasks/status" || m["params"].(map[string]any)["status"] != "input_required" {
+			t.Fatalf("got %v, want the input_required status", m)
+		}
+		el := c.recv()
+		if method(el) != "elicitation/create" {
+			t.Fatalf("got %v, want elicitation/create", el)
+		}
+		modern := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + taskCaps + `}`
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/update","params":{"taskId":"` + id + `","inputResponses":{"input-1":{"action":"accept","content":{"answer":"allow_once"}}},` + modern + `}}`)
+		if m := c.recv(); m["id"] != 2.0 || result(t, m)["resultType"] != "complete" {
+			t.Fatalf("tasks/update: %v, want the ack", m)
+		}
+		c.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"` + id + `",` + modern + `}}`)
+		if g := result(t, c.recv()); g["status"] != "input_required" {
+			t.Errorf("after a tasks/update naming the elicitation's input: %v, want input_required", g)
+		}
+		c.send(`{"jsonrpc":"2.0","id":"` + el["id"].(string) + `","result":{"action":"accept","content":{"decision":"allow_once"}}}`)
+		for _, want := range []string{"working", "completed"} {
+			if m := c.recv(); method(m) != "notifications/tasks/status" || m["params"].(map[string]any)["status"] != want {
+				t.Fatalf("got %v, want the %s status", m, want)
+			}
+		}
+	})
+}
