@@ -38,9 +38,7 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,7 +266,7 @@ var errCatalogPanic = errors.New("Internal error: the session failed while listi
 func (e *Engine) runtimeTools(ctx context.Context) (tools []domain.Tool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			e.logger.Error("engine: the session panicked listing its tools", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			e.logPanic(v, "engine: the session panicked listing its tools")
 			tools, err = nil, errCatalogPanic
 		}
 	}()

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"runtime/debug"
 	"strconv"
 	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -777,12 +777,17 @@ var errSessionPanic = jsonrpc.NewError(CodeInternalError, "Internal error: the s
 // errSessionPanic, logged at error level with its value and stack (the
 // operator's to read; a client never sees them).
 func (e *Engine) recoverSession(o *toolOutcome) {
-	v := recover()
-	if v == nil {
-		return
+	if v := recover(); v != nil {
+		e.logPanic(v, "engine: the session panicked; the call answers -32603")
+		*o = toolOutcome{rerr: errSessionPanic}
 	}
-	e.logger.Error("engine: the session panicked; the call answers -32603", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	*o = toolOutcome{rerr: errSessionPanic}
+}
+
+// logPanic logs a recovered panic of the session at error level, with its
+// value and the stack of the goroutine that recovered it (call it from
+// the deferred function, so the stack still shows the session's frames).
+func (e *Engine) logPanic(v any, msg string) {
+	e.logger.Error(msg, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 }
 
 // refusal answers a request that will not be served: tools/call gets the

@@ -164,34 +164,31 @@ func (s *taskStore) add(t *task) (string, bool) {
 // per-principal bound counts running tasks only) and creating more; this
 // way its own results go first (docs/SPEC.md §14).
 func (s *taskStore) evictable() *task {
+	type ended struct {
+		t  *task
+		at time.Time
+	}
 	held := make(map[string]int)
-	oldest := make(map[string]*task) // per binding, its oldest ended task
+	oldest := make(map[string]ended) // per binding, its oldest ended task
 	for _, o := range s.byID {
 		held[o.bind]++
 		o.mu.Lock()
-		ended, at := o.terminal() && o.returned, o.ended
+		done, at := o.terminal() && o.returned, o.ended
 		o.mu.Unlock()
-		if !ended {
+		if !done {
 			continue // running, or cancelled while its call still runs
 		}
-		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.endedAt()) || at.Equal(cur.endedAt()) && o.seq < cur.seq {
-			oldest[o.bind] = o
+		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.at) || at.Equal(cur.at) && o.seq < cur.t.seq {
+			oldest[o.bind] = ended{o, at}
 		}
 	}
 	var victim *task
 	for bind, o := range oldest {
 		if victim == nil || held[bind] > held[victim.bind] || held[bind] == held[victim.bind] && bind < victim.bind {
-			victim = o
+			victim = o.t
 		}
 	}
 	return victim
-}
-
-// endedAt reads when t ended (zero while it runs).
-func (t *task) endedAt() time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ended
 }
 
 // get returns the task id bound to bind; nil when it is unknown, expired or
