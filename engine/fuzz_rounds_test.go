@@ -71,6 +71,8 @@ func FuzzRoundRetry(f *testing.F) {
 		{`42`, allowOnceAnswer},
 		{`null`, `{}`},
 		{`["$STATE"]`, allowOnceAnswer},
+		{`"$STATE"`, `{"":{},"":[]}`},
+		{`"$STATE"`, `{"prompt":{"action":"decline"},"pr\u006fmpt":{"action":"decline"}}`},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -107,7 +109,8 @@ func FuzzRoundRetry(f *testing.F) {
 		var decoded string
 		stateOK := json.Unmarshal([]byte(state), &decoded) == nil && decoded == token
 		var obj map[string]json.RawMessage
-		responsesOK := json.Unmarshal([]byte(responsesRaw), &obj) == nil && obj != nil
+		responsesOK := json.Unmarshal([]byte(responsesRaw), &obj) == nil && obj != nil &&
+			!namesAKeyTwice(responsesRaw) // docs/SPEC.md §6: -32602, nothing answered
 		switch {
 		case string(a.ID) != "2":
 			t.Fatalf("retry answered with id %s: %s", a.ID, r.Body)
@@ -127,4 +130,31 @@ func FuzzRoundRetry(f *testing.F) {
 			t.Fatalf("retry: resultType %q: %s", a.Result.ResultType, r.Body)
 		}
 	})
+}
+
+// namesAKeyTwice reports whether the JSON object raw names a member twice
+// (names compared once decoded, so an escaped spelling is the same name),
+// read with encoding/json's tokenizer, independently of the engine's reader.
+func namesAKeyTwice(raw string) bool {
+	d := json.NewDecoder(strings.NewReader(raw))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := make(map[string]bool)
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return true
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }
