@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// through; prompts pass through bounded by ApprovalTimeout each; progress
+// joins the turn's counter, labelled with the tool's name.
+type toolCaller struct {
+	ports.Caller
+	turn *turn
+	tool string
+}
+
+func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
+	if message == "" {
+		message = "working"
+	}
+	c.turn.report.send(c.tool + ": " + message)
+}
+
+// RequestPermission asks on a ctx bounded by ApprovalTimeout: a prompt no
+// one answers (the client walked away) settles closed then, not at the end
+// of the turn or of the carrier's round.
+func (c toolCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	return bounded(ctx, c, "permission", func(ctx context.Context) domain.Decision { return c.Caller.RequestPermission(ctx, p) })
+}
+
+// Ask asks on a ctx bounded by ApprovalTimeout, as RequestPermission.
+func (c toolCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
+	return bounded(ctx, c, "question", func(ctx context.Context) domain.Answer { return c.Caller.Ask(ctx, p) })
+}
+
+// bounded runs ask on ctx bounded by ApprovalTimeout and notes a prompt
+// that ran out of it while the turn itself went on.
+func bounded[T any](ctx context.Context, c toolCaller, kind string, ask func(context.Context) T) T {
+	actx, cancel := context.WithTimeout(ctx, c.turn.s.opts.ApprovalTimeout)
+	defer cancel()
+	answer := ask(actx)
+	c.settled(ctx, actx, kind)
+	return answer
+}
+
+// settled notes a prompt that ran out of ApprovalTimeout while the turn
+// itself went on: the turn stops after this call.
+func (c toolCaller) settled(ctx, actx context.Context, kind string) {
+	if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		tool := c.tool
+		c.turn.unanswered.Store(&tool)
+		c.turn.s.log.Info("prompt unanswered", "tool", c.tool, "kind", kind, "waitedMs", c.turn.s.opts.ApprovalTimeout.Milliseconds())
+	}
+}

@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/ports"
+)
+
+// Session is the agent-backed session. It is safe for concurrent use.
+type Session struct {
+	inner ports.Session
+	model ports.Model
+	opts  Options
+	log   *slog.Logger
+
+	errFull error // the refusal at MaxTurns
+
+	mu      sync.Mutex                   // guards running
+	running map[ports.Principal]*running // the turns in progress, one per conversation
+}
+
+// running is a turn in progress.
+type running struct {
+	ctx  context.Context // the turn's: done once it is cancelled or out of time
+	done chan struct{}   // closed when the turn has ended
+}
+
+// awaitEnd waits for r to end, up to WindDown or until ctx ends, when it is
+// ending (its ctx done) or starts ending within CancelGrace; it reports
+// whether r ended.
+func awaitEnd(ctx context.Context, r *running) bool {
+	if r.ctx.Err() == nil {
+		grace := time.NewTimer(CancelGrace)
+		defer grace.Stop()
+		select {
+		case <-r.ctx.Done():
+		case <-r.done:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-grace.C:
+			return false
+		}
+	}
+	timer := time.NewTimer(WindDown)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return false
+}
+
+var _ ports.Session = (*Session)(nil)
+
+// New returns a session whose tools are inner's and whose submissions run
+// as turns of model over them. inner and model are required.
+func New(inner ports.Session, model ports.Model, opts Options) (*Session, error) {
+	if inner == nil || model == nil {
+		return nil, errors.New("agent: an inner session and a model are required")
+	}
+	opts = opts.withDefaults()
+	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger,
+		errFull: ports.Refused(fmt.Sprintf("session is busy: %d turns are running, the most it runs at once; retry when one finishes", opts.MaxTurns)),
+		running: map[ports.Principal]*running{}}, nil
+}
+
+// RuntimeTools returns the inner session's runtime tools.
+func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
+	return s.inner.RuntimeTools(ctx)
+}
+
+// InvokeTool runs a client's tool call on the inner session. It is never
+// refused because turns run: the inner session's calls are safe beside each
+// other (a write is approved by itself and lands where it was approved,
+// docs/SPEC.md §8 and §9).
+func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
+	return s.inner.InvokeTool(ctx, name, arguments, caller)
+}
+
+// Submit runs prompt as one turn of the caller's conversation and returns
+// the model's final answer. Refusals ([ErrBusy], a ctx that ended first)
+// wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
+// timeout, cancellation, the conversation store) is any other error, with a
+// client-visible first line that names the cause.
+func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+	if caller == nil {
+		caller = ports.ClosedCaller{}
+	}
+	who := caller.Principal()
+	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
+	defer cancel()
+	me := &running{ctx: tctx, done: make(chan struct{})}
+	if err := s.begin(ctx, who, me); err != nil {
+		return ports.TurnResult{}, err
+	}
+	// The turn stops counting as running before its end is logged, so a
+	// submission made once "turn finished" or "turn failed" is logged is
+	// never refused as busy by it.
+	release := sync.OnceFunc(func() {
+		s.mu.Lock()
+		delete(s.running, who)
+		s.mu.Unlock()
+		close(me.done)
+	})
+	defer release()
+
+	ref := ports.RefOf(s.opts.Root, who)
+	desc := s.model.Describe()
+	octx, endTurn := s.opts.Observer.StartTurn(tctx, ports.ObservedTurn{Agent: AgentName, Model: desc.Model, Provider: Provider})
+	t := &turn{
+		s:      s,
+		ctx:    octx,
+		caller: caller,
+		report: &reporter{caller: caller, ctx: tctx},
+		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
+	}
+	start := time.Now()
+	response, err := s.runTurn(t, ref)
+	endTurn(ports.TurnEnd{Steps: t.steps, ToolCalls: t.calls, ErrorType: turnErrorType(ctx, tctx, err)})
+	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
+		"durationMs", time.Since(start).Milliseconds()}
+	if t.usage != nil {
+		attrs = append(attrs, "inputTokens", t.usage.InputTokens, "outputTokens", t.usage.OutputTokens)
+	}
+	if t.dropped > 0 {
+		attrs = append(attrs, "droppedToolCalls", t.dropped)
+	}
+	if err != nil {
+		cause := logCause(err)
+		switch {
+		case ctx.Err() != nil:
+			err, cause = fmt.Errorf("the turn was cancelled: %w", ctx.Err()), "cancelled"
+		case tctx.Err() != nil:
+			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
+		}
+		release()
+		s.log.Info("turn failed", append(attrs, "err", cause)...)
+		return ports.TurnResult{}, err
+	}
+	if t.unanswered.Load() != nil {
+		attrs = append(attrs, "stopped", "a prompt went unanswered")
+	}
+	release()
+	s.log.Info("turn finished", attrs...)
+	return ports.TurnResult{Response: response}, nil
+}
+
+// begin registers me as who's running turn. A turn of the same
+// conversation that is already ending (cancelled, out of time) is waited
+// for, up to WindDown; a live one refuses with [ErrBusy]; MaxTurns running
+// refuses with the count. A ctx that ends first refuses as not started.
+func (s *Session) begin(ctx context.Context, who ports.Principal, me *running) error {
+	for {
+		if ctx.Err() != nil {
+			return errNotStarted
+		}
+		s.mu.Lock()
+		r, n := s.running[who], len(s.running)
+		if r == nil && n < s.opts.MaxTurns {
+			s.running[who] = me
+		}
+		s.mu.Unlock()
+		switch {
+		case r == nil && n < s.opts.MaxTurns:
+			return nil
+		case r == nil:
+			s.log.Info("submission refused", "reason", "turn bound", "running", n)
+			return s.errFull
+		}
+		if !awaitEnd(ctx, r) {
+			if ctx.Err() != nil {
+				return errNotStarted
+			}
+			s.log.Info("submission refused", "reason", "conversation busy")
+			return ErrBusy
+		}
+	}
+}
+
+// logCause is what the log holds of a failed turn: the error's own log
+// form when it gives one ([slog.LogValuer]: the model adapter's errors
+// name the endpoint and the status, never the endpoint's words, which may
+// quote the prompt), else only its kind. Never the client-visible text.
+func logCause(err error) any {
+	var lv slog.LogValuer
+	switch {
+	case errors.As(err, &lv):
+		return lv
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "out of time"
+	}
+	return "failed (see the client's error)"
+}
+
+// runTurn runs t on ref's committed history and, when it ends with a
+// response, appends what the conversation keeps of it in one transaction:
+// the turn bounded once by boundTurn to HistoryBytes, its size counted by
+// messageSize, so the store's budget and the history's are one. A store
+// that cannot load or keep the turn fails it (a full disk:
+// [ports.ErrStoreFull]); the session keeps serving.
+func (s *Session) runTurn(t *turn, ref ports.ConversationRef) (string, error) {
+	turns, err := s.opts.Store.Load(t.ctx, ref)
+	if err != nil {
+		return "", s.storeFailed("loaded", err)
+	}
+	var history []ports.Message
+	for _, turn := range turns {
+		history = append(history, turn.Messages...)
+	}
+	response, err := t.run(history)
+	if err != nil {
+		return "", err
+	}
+	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
+	if err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Bytes: turnSize(kept)}, s.opts.HistoryBytes); err != nil {
+		return "", s.storeFailed("kept", err)
+	}
+	return response, nil
+}
+
+// storeFailed logs a store's error (it names the store's file and the
+// cause, never message text) and returns the turn's client-visible error,
+// which names neither: a client need not learn the server's paths.
+func (s *Session) storeFailed(verb string, err error) error {
+	s.log.Error("conversation store failed", "err", err)
+	if errors.Is(err, ports.ErrStoreFull) {
+		return fmt.Errorf("the conversation cannot be %s: %w (the server's disk is full); the session keeps serving", verb, ports.ErrStoreFull)
+	}
+	return fmt.Errorf("the conversation cannot be %s: the conversation store failed (the server's log says why)", verb)
+}
