@@ -227,11 +227,11 @@ func TestTurnsOfPrincipalsRunTogether(t *testing.T) {
 	if err != nil || !env.Success {
 		t.Errorf("carol's read_file during both turns: %+v, %v", env, err)
 	}
-	_, err = r.session.Submit(t.Context(), "first of dave", as("dave"))
+	_, err = r.session.Submit(t.Context(), ports.Submission{Prompt: "first of dave"}, as("dave"))
 	if !errorsIsRefused(err) || !strings.Contains(clientMessage(err), "2 turns are running") {
 		t.Errorf("a third turn beyond MaxTurns: %v, want a busy refusal with the count", err)
 	}
-	_, err = r.session.Submit(t.Context(), "again", as("alice"))
+	_, err = r.session.Submit(t.Context(), ports.Submission{Prompt: "again"}, as("alice"))
 	if !errors.Is(err, agent.ErrBusy) {
 		t.Errorf("alice's second submission during her turn: %v, want ErrBusy", err)
 	}

@@ -92,7 +92,7 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
 // timeout, cancellation, the conversation store) is any other error, with a
 // client-visible first line that names the cause.
-func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	if caller == nil {
 		caller = ports.ClosedCaller{}
 	}
@@ -122,7 +122,7 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		ctx:    octx,
 		caller: caller,
 		report: &reporter{caller: caller, ctx: tctx},
-		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
+		msgs:   []ports.Message{{Role: ports.RoleUser, Content: sub.Prompt}},
 	}
 	start := time.Now()
 	response, err := s.runTurn(t, ref)

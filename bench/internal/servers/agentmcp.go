@@ -51,7 +51,7 @@ func (echoSession) InvokeTool(_ context.Context, name string, args json.RawMessa
 	return domain.Envelope{Success: true, ToolName: name, Result: args}, nil
 }
 
-func (echoSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+func (echoSession) Submit(context.Context, ports.Submission, ports.Caller) (ports.TurnResult, error) {
 	return ports.TurnResult{}, ports.Refused("no turns in the benchmark")
 }
 
@@ -185,7 +185,7 @@ func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait 
 // read_file's size: the completed task the tasks/get row reads.
 type workspaceSession struct{ *workspace.Session }
 
-func (s workspaceSession) Submit(ctx context.Context, _ string, c ports.Caller) (ports.TurnResult, error) {
+func (s workspaceSession) Submit(ctx context.Context, _ ports.Submission, c ports.Caller) (ports.TurnResult, error) {
 	env, err := s.InvokeTool(ctx, "read_file", json.RawMessage(`{"path":"`+wire.FileName+`"}`), c)
 	if err != nil {
 		return ports.TurnResult{}, err
