@@ -306,7 +306,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	}
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
+		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

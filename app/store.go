@@ -35,6 +35,7 @@ type storeFlags struct {
 	ephemeral        *bool
 	historyBytes     *int
 	maxConversations *int
+	maxPerPrincipal  *int
 	maxStoreBytes    *int64
 	maxAge           *time.Duration
 }
@@ -48,6 +49,8 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
 		maxConversations: fs.Int("max-conversations", defaultMaxConversations, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
+		maxPerPrincipal: fs.Int("max-conversations-per-principal", agent.DefaultMaxPerPrincipal, "a principal holds at most `N` "+
+			"conversations of the workspace; a submission that would start one more is refused"),
 		maxStoreBytes: fs.Int64("max-store-bytes", defaultMaxStoreBytes, "keep at most `N` bytes of conversations in the store; "+
 			"the least recently used are dropped first"),
 		maxAge: fs.Duration("max-conversation-age", defaultMaxAge, "forget a conversation not continued for `DURATION` "+
@@ -100,6 +103,8 @@ func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
 		return nil, fmt.Errorf("--history-bytes must be at least %d: a turn cut to fit keeps its prompt, its response and notes saying what was cut", minHistoryBytes)
 	case *f.maxConversations <= 0:
 		return nil, errors.New("--max-conversations must be positive")
+	case *f.maxPerPrincipal <= 0:
+		return nil, errors.New("--max-conversations-per-principal must be positive")
 	case *f.maxStoreBytes <= 0:
 		return nil, errors.New("--max-store-bytes must be positive")
 	case *f.maxAge <= 0:
@@ -123,6 +128,6 @@ func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
 		return nil, err
 	}
 	logger.Info("conversations are kept in "+s.Path(), "maxConversations", *f.maxConversations,
-		"maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
+		"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
 	return &openedStore{ConversationStore: s, close: s.Close}, nil
 }

@@ -235,3 +235,10 @@ func startAgentmcpWorkspace(ctx context.Context) (url, token string, stop func(c
 		return errors.Join(stopHost(ctx), ws.Close(), os.RemoveAll(root))
 	}, nil
 }
+
+// AgentmcpCommand runs agentmcp's command line in this process (app.Main)
+// with args, its output to stdout and stderr, and returns its exit code:
+// the CLI rows of bench/store ("conversations list").
+func AgentmcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return app.Main(ctx, args, nil, stdout, stderr)
+}
