@@ -227,7 +227,7 @@ func TestTurnReport(t *testing.T) {
 	got := res.Report
 	want := &ports.TurnReport{Conversation: "default", Turn: 1,
 		ChangedFiles: []ports.ChangedFile{{Path: "new.txt", Added: 2}, {Path: "notes.txt", Added: 1, Removed: 1}},
-		ToolCalls:    []ports.ToolCallReport{{"read_file", true}, {"no_such_tool", false}, {"write_file", true}, {"edit_file", true}},
+		ToolCalls:    []ports.ToolCallReport{{Name: "read_file", OK: true}, {Name: "no_such_tool"}, {Name: "write_file", OK: true}, {Name: "edit_file", OK: true}},
 		Usage:        ports.TokenUsage{InputTokens: 60, OutputTokens: 9}}
 	if res.Response != "changed two files" || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("report %+v\nwant %+v", got, want)
