@@ -85,6 +85,10 @@ func TestServeStoreFaults(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "add --model NAME") {
 		t.Errorf("--state-dir without --model: exit %d, %s", code, errOut)
 	}
+	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--ephemeral", "--max-conversations-per-principal", "0")
+	if code != 1 || !strings.Contains(errOut, "--max-conversations-per-principal must be positive") {
+		t.Errorf("--max-conversations-per-principal 0: exit %d, %s", code, errOut)
+	}
 	// A history budget too small for a bounded turn's notes.
 	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--ephemeral", "--history-bytes", "100")
 	if code != 1 || !strings.Contains(errOut, "--history-bytes must be at least 1024") {
