@@ -42,9 +42,10 @@ type ConversationStore interface {
 	// — refused with [ErrConversationLimit] when ref's principal already
 	// holds o.MaxPerPrincipal conversations of ref's root, and, with
 	// o.ForkFrom, as a copy of the turns of the principal's conversation
-	// of that name on the same root ([ErrNoConversation] when it does not
-	// exist; [ErrConversationExists] when ref already does). Then it drops
-	// the conversation's oldest whole turns until the rest fit o.MaxBytes
+	// of that name on the same root, through o.ForkThrough when set
+	// ([ErrNoConversation] when it does not exist; [ErrConversationExists]
+	// when ref already does). Then it drops the conversation's oldest
+	// whole turns until the rest fit o.MaxBytes
 	// (counted as the turns' Bytes; the new turn always stays), and
 	// applies the store's own bounds (its conversations, bytes and age):
 	// at a bound it drops the least recently updated conversation of the
@@ -72,6 +73,12 @@ type AppendOptions struct {
 	// ForkFrom, when set, names the conversation of the same root and
 	// principal whose turns a new conversation starts with.
 	ForkFrom string
+
+	// ForkThrough, with ForkFrom, is the Number of the parent's last turn
+	// the new conversation copies: the turns the fork's first turn was
+	// shown when it started. A turn the parent gained since (its own turn
+	// ran beside the fork's) is not copied. 0: every turn.
+	ForkThrough int
 
 	// MaxPerPrincipal bounds the conversations one principal holds on one
 	// root: creating one more is [ErrConversationLimit]. 0: no bound.

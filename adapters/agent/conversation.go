@@ -38,38 +38,43 @@ func checkSubmission(sub ports.Submission) error {
 // history loads what ref's turn starts from, or refuses: ref's committed
 // turns; for a fork, its parent's (ref must not exist, the parent must);
 // for a conversation that does not exist yet, nothing, within the
-// principal's bound on this root. A store that cannot load fails the turn.
-func (s *Session) history(ctx context.Context, ref ports.ConversationRef, forkFrom string) ([]ports.Message, error) {
+// principal's bound on this root. It returns the options the turn's Append
+// uses: the budget, the bound and, for a fork, the parent and the last of
+// its turns the fork was shown, so a turn the parent gains meanwhile stays
+// the parent's. A store that cannot load fails the turn.
+func (s *Session) history(ctx context.Context, ref ports.ConversationRef, forkFrom string) ([]ports.Message, ports.AppendOptions, error) {
+	o := ports.AppendOptions{MaxBytes: s.opts.HistoryBytes, ForkFrom: forkFrom, MaxPerPrincipal: s.opts.MaxConversationsPerPrincipal}
 	turns, err := s.opts.Store.Load(ctx, ref)
 	if err != nil {
-		return nil, s.storeFailed("loaded", err)
+		return nil, o, s.storeFailed("loaded", err)
 	}
 	if forkFrom != "" {
 		if len(turns) > 0 {
-			return nil, ports.Refused(existsMessage(ref.Name))
+			return nil, o, ports.Refused(existsMessage(ref.Name))
 		}
 		if turns, err = s.opts.Store.Load(ctx, ref.Named(forkFrom)); err != nil {
-			return nil, s.storeFailed("loaded", err)
+			return nil, o, s.storeFailed("loaded", err)
 		}
 		if len(turns) == 0 {
-			return nil, ports.Refused(noParentMessage(forkFrom))
+			return nil, o, ports.Refused(noParentMessage(forkFrom))
 		}
+		o.ForkThrough = turns[len(turns)-1].Number
 	}
 	if len(turns) == 0 || forkFrom != "" {
 		max := s.opts.MaxConversationsPerPrincipal
 		held, err := s.opts.Store.List(ctx, ports.ConversationFilter{Root: ref.Root, Principal: ref.Principal, Limit: max})
 		if err != nil {
-			return nil, s.storeFailed("loaded", err)
+			return nil, o, s.storeFailed("loaded", err)
 		}
 		if len(held) >= max {
-			return nil, ports.Refused(limitMessage(ref.Name, max))
+			return nil, o, ports.Refused(limitMessage(ref.Name, max))
 		}
 	}
 	var history []ports.Message
 	for _, turn := range turns {
 		history = append(history, turn.Messages...)
 	}
-	return history, nil
+	return history, o, nil
 }
 
 // conversationRace is the client's message for an Append the store

@@ -407,3 +407,70 @@ func TestSupersede(t *testing.T) {
 		t.Errorf("the computing turn: %+v, %v", got.res.Report, got.err)
 	}
 }
+
+// TestForkBesideParentTurn: a fork starts from what its parent held when
+// the fork's turn began. A turn of the parent that runs beside the fork's
+// and is appended first stays the parent's: the fork keeps the parent's
+// turns it was shown, then its own, numbered after them.
+func TestForkBesideParentTurn(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	forkStreaming, forkHold := make(chan struct{}), make(chan struct{})
+	r := newRig(t, rigOptions{agent: agent.Options{Store: store, Root: "/work/a"}, answer: func(req *chatscript.Request) chatscript.Reply {
+		switch u := req.LastUser(); {
+		case u == "write" && len(toolMessages(req)) == 0:
+			return calls("write_file", `{"path":"x.txt","content":"x"}`)
+		case u == "f1":
+			reply := recall(req)
+			reply.Mid = func(ctx context.Context) {
+				close(forkStreaming)
+				select {
+				case <-forkHold:
+				case <-ctx.Done():
+				}
+			}
+			return reply
+		}
+		return recall(req)
+	}})
+	r.submitIn(t, ports.Submission{Prompt: "p1"}, nil)
+
+	asking, release := make(chan struct{}), make(chan struct{})
+	parentCaller := newCaller()
+	parentCaller.Allow = true
+	parentCaller.OnPermission = func(ctx context.Context, _ domain.PermissionPrompt) {
+		close(asking)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	parent := r.submit(t.Context(), "write", parentCaller)
+	await(t, asking, "the parent turn's prompt")
+
+	fork := make(chan submitResult, 1)
+	go func() {
+		res, err := r.session.Submit(t.Context(), ports.Submission{Prompt: "f1", Conversation: "try", ForkFrom: "default"}, newCaller())
+		fork <- submitResult{res, err}
+	}()
+	await(t, forkStreaming, "the fork's model request")
+	close(release)
+	if got := await(t, parent, "the parent turn"); got.err != nil || got.res.Report.Turn != 2 {
+		t.Fatalf("the parent turn: %+v, %v", got.res.Report, got.err)
+	}
+	close(forkHold)
+	got := await(t, fork, "the fork's turn")
+	if got.err != nil || got.res.Response != "p1|f1" || got.res.Report.Turn != 2 {
+		t.Fatalf("the fork's turn: %q, %+v, %v; want it answered from p1 as turn 2", got.res.Response, got.res.Report, got.err)
+	}
+	var prompts []string
+	turns, _ := store.Load(t.Context(), ports.RefOf("/work/a", ports.Principal{}).Named("try"))
+	for _, turn := range turns {
+		prompts = append(prompts, fmt.Sprintf("%d:%s", turn.Number, turn.Messages[0].Content))
+	}
+	if strings.Join(prompts, ",") != "1:p1,2:f1" {
+		t.Errorf("the fork holds %v, want 1:p1,2:f1 (not the parent's turn that ran beside it)", prompts)
+	}
+	if got := r.submitIn(t, ports.Submission{Prompt: "p3"}, nil).Response; got != "p1|write|p3" {
+		t.Errorf("the parent answered from %q, want its own turns", got)
+	}
+}

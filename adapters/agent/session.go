@@ -160,7 +160,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	defer release()
 
 	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
-	history, err := s.history(tctx, ref, sub.ForkFrom)
+	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
 	if err != nil {
 		release()
 		if errors.Is(err, ports.ErrRefused) {
@@ -182,7 +182,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 		msgs:   []ports.Message{{Role: ports.RoleUser, Content: sub.Prompt}},
 	}
 	start := time.Now()
-	result, err := s.runTurn(t, ref, history, sub.ForkFrom)
+	result, err := s.runTurn(t, ref, history, appendOpts)
 	endTurn(ports.TurnEnd{Steps: t.steps, ToolCalls: t.calls, ErrorType: turnErrorType(ctx, tctx, err)})
 	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
 		"durationMs", time.Since(start).Milliseconds()}
@@ -266,14 +266,14 @@ func logCause(err error) any {
 }
 
 // runTurn runs t on history and, when it ends with a response, appends
-// what the conversation keeps of it to ref in one transaction (forked from
-// forkFrom when set): its changes' diffs, bounded to MaxTurnDiffBytes and
-// half of HistoryBytes, and its messages bounded once by boundTurn to the
-// rest of HistoryBytes, their size counted by messageSize and diffSize, so
-// the store's budget and the history's are one. A store that cannot keep
-// the turn fails it (a full disk: [ports.ErrStoreFull]); the session keeps
-// serving.
-func (s *Session) runTurn(t *turn, ref ports.ConversationRef, history []ports.Message, forkFrom string) (ports.TurnResult, error) {
+// what the conversation keeps of it to ref in one transaction, with o
+// (history's: the budget, the bound, the fork): its changes' diffs,
+// bounded to MaxTurnDiffBytes and half of HistoryBytes, and its messages
+// bounded once by boundTurn to the rest of HistoryBytes, their size
+// counted by messageSize and diffSize, so the store's budget and the
+// history's are one. A store that cannot keep the turn fails it (a full
+// disk: [ports.ErrStoreFull]); the session keeps serving.
+func (s *Session) runTurn(t *turn, ref ports.ConversationRef, history []ports.Message, o ports.AppendOptions) (ports.TurnResult, error) {
 	response, err := t.run(history)
 	if err != nil {
 		return ports.TurnResult{}, err
@@ -281,10 +281,9 @@ func (s *Session) runTurn(t *turn, ref ports.ConversationRef, history []ports.Me
 	diffs, changed := t.changes.diffs(min(MaxTurnDiffBytes, s.opts.HistoryBytes/2))
 	dbytes := diffSize(diffs)
 	kept := boundTurn(t.msgs, s.opts.HistoryBytes-dbytes)
-	number, err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Changes: diffs, Bytes: turnSize(kept) + dbytes},
-		ports.AppendOptions{MaxBytes: s.opts.HistoryBytes, ForkFrom: forkFrom, MaxPerPrincipal: s.opts.MaxConversationsPerPrincipal})
+	number, err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Changes: diffs, Bytes: turnSize(kept) + dbytes}, o)
 	if err != nil {
-		if msg := conversationRace(err, ref.Name, forkFrom, s.opts.MaxConversationsPerPrincipal); msg != "" {
+		if msg := conversationRace(err, ref.Name, o.ForkFrom, o.MaxPerPrincipal); msg != "" {
 			return ports.TurnResult{}, errors.New(msg)
 		}
 		return ports.TurnResult{}, s.storeFailed("kept", err)

@@ -89,7 +89,15 @@ func (s *Store) Append(_ context.Context, ref ports.ConversationRef, turn ports.
 			if !ok {
 				return 0, ports.ErrNoConversation
 			}
-			c.turns, c.bytes, c.next, c.forkedFrom = slices.Clone(from.turns), from.bytes, from.next, o.ForkFrom
+			c.forkedFrom = o.ForkFrom
+			for _, t := range from.turns {
+				if o.ForkThrough > 0 && t.Number > o.ForkThrough {
+					break
+				}
+				c.turns = append(c.turns, t)
+				c.bytes += int64(t.Bytes)
+				c.next = t.Number + 1
+			}
 		}
 		s.convs[ref] = c
 	}

@@ -569,7 +569,7 @@ func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn port
 
 // conversation returns the id of ref's conversation, updated now: the one
 // that exists, or a new one within o.MaxPerPrincipal, with o.ForkFrom's
-// turns when set.
+// turns (up to o.ForkThrough) when set.
 func (s *Store) conversation(ctx context.Context, tx *sql.Tx, ref ports.ConversationRef, o ports.AppendOptions) (int64, error) {
 	now := s.opts.Now().UnixMilli()
 	var id int64
@@ -611,7 +611,8 @@ func (s *Store) conversation(ctx context.Context, tx *sql.Tx, ref ports.Conversa
 	}
 	if o.ForkFrom != "" {
 		if _, err := s.exec(ctx, tx, `INSERT INTO turns (conversation, seq, bytes, messages, changes)
-			SELECT ?, seq, bytes, messages, changes FROM turns WHERE conversation = ?`, id, from); err != nil {
+			SELECT ?, seq, bytes, messages, changes FROM turns WHERE conversation = ? AND (? = 0 OR seq <= ?)`,
+			id, from, o.ForkThrough, o.ForkThrough); err != nil {
 			return 0, err
 		}
 	}

@@ -24,10 +24,10 @@ type StoreBounds struct {
 // It proves what the agent relies on: a turn comes back as appended, whole
 // and in order, with its number and its changes; conversations of another
 // root, principal or name are apart; a fork starts with its parent's turns
-// and the two go on apart; a fork of a missing conversation, onto an
-// existing one, or one conversation past the principal's bound is refused
-// and keeps nothing; the byte budget drops the oldest whole turns and
-// keeps the newest; the store-wide bounds make room from the principal
+// (up to the turn it names) and the two go on apart; a fork of a missing
+// conversation, onto an existing one, or one conversation past the
+// principal's bound is refused and keeps nothing; the byte budget drops
+// the oldest whole turns and keeps the newest; the store-wide bounds make room from the principal
 // that holds the most, never from another's smaller share; List filters
 // and Delete see what is stored; concurrent appends to one conversation
 // lose none.
@@ -158,6 +158,18 @@ func TestConversationStore(t *testing.T, open func(t *testing.T, b StoreBounds) 
 		if after := list0(t, s); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("refused forks changed the store:\n%v\nwas %v", after, before)
 		}
+
+		// A fork through turn 2 of the parent (what its first turn was
+		// shown) leaves out the parent's turn 3, appended since.
+		late := a.Named("late")
+		n, err = s.Append(t.Context(), late, sampleTurn(6), ports.AppendOptions{MaxBytes: 1 << 20, ForkFrom: "default", ForkThrough: 2})
+		if err != nil || n != 3 {
+			t.Fatalf("a fork through turn 2 = %d, %v; want number 3", n, err)
+		}
+		if got := load(t, s, late); !slices.Equal(prompts(got), []string{"prompt 1", "prompt 2", "prompt 6"}) || got[2].Number != 3 {
+			t.Errorf("the fork through turn 2 holds %q, want the parent's 1 and 2, then its own as turn 3", prompts(got))
+		}
+
 		if err := s.Delete(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
