@@ -20,7 +20,8 @@ func submitLineN(id int, prompt string) string {
 
 // TestConversationsCommand: a served turn is stored under the root's real
 // path; "conversations list" and "show" print it, "clear" forgets it, and
-// the next serve starts without it. No command creates a store.
+// the next serve starts without it. No command creates a store. One turn
+// and one conversation are said in the singular.
 func TestConversationsCommand(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
@@ -41,15 +42,15 @@ func TestConversationsCommand(t *testing.T) {
 
 	real, _ := filepath.EvalSymlinks(root)
 	code, out, errOut := runCLI(t, "conversations", "list", "--state-dir", state)
-	if code != 0 || !strings.Contains(out, real+"\tlocal\t1 turns\t") {
+	if code != 0 || !strings.Contains(out, real+"\tlocal\t1 turn\t") {
 		t.Errorf("list: exit %d, %q, %q; want the root's real path, local, 1 turn", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "conversations", "show", "--state-dir", state, "--root", root)
-	if code != 0 || !strings.Contains(out, "[user] remember heliotrope\n[assistant] heard remember heliotrope\n") {
+	if code != 0 || !strings.Contains(out, "[user] remember heliotrope\n[assistant] heard remember heliotrope\n") || !strings.Contains(out, "(local), 1 turn, last ") {
 		t.Errorf("show: exit %d, %q", code, out)
 	}
 	code, out, _ = runCLI(t, "conversations", "clear", "--state-dir", state, "--root", link)
-	if code != 0 || !strings.Contains(out, "forgot 1 conversations") {
+	if code != 0 || !strings.Contains(out, "forgot 1 conversation of ") {
 		t.Errorf("clear: exit %d, %q", code, out)
 	}
 	if _, out, _ = runCLI(t, "conversations", "list", "--state-dir", state); !strings.Contains(out, "no conversations") {
