@@ -117,6 +117,32 @@ func TestCommandTable(t *testing.T) {
 			}
 		})
 	}
+	// Every flag a rule names is a flag of every command it applies to,
+	// and a hint never shadows a flag the command has.
+	var rules func(c *command, inherited []flagRule)
+	rules = func(c *command, inherited []flagRule) {
+		inherited = append(inherited, c.rules...)
+		if c.subs != nil {
+			for _, s := range c.subs {
+				rules(s, inherited)
+			}
+			return
+		}
+		fs := leafFlags(c.name, c)
+		for _, r := range inherited {
+			for _, name := range append(append([]string{}, r.flags...), r.needs, r.excludes) {
+				if name != "" && fs.Lookup(name) == nil {
+					t.Errorf("%s: a flag rule names --%s, which it does not have", c.name, name)
+				}
+			}
+		}
+		for name := range c.hints {
+			if fs.Lookup(name) != nil {
+				t.Errorf("%s: a hint for --%s, which it has", c.name, name)
+			}
+		}
+	}
+	rules(commandLine, nil)
 	var groups func(c *command)
 	groups = func(c *command) {
 		seen := map[string]bool{}
@@ -134,6 +160,19 @@ func TestCommandTable(t *testing.T) {
 func isBool(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+func TestDidYouMean(t *testing.T) {
+	names := []string{"root", "port", "token-file", "persistent-token", "ask-client", "model", "model-url"}
+	for _, c := range []struct{ unknown, want string }{
+		{"rooot", "root"}, {"roto", "root"}, {"prot", "port"}, {"tokenfile", "token-file"},
+		{"ask-clinet", "ask-client"}, {"modle", "model"}, {"model-rul", "model-url"},
+		{"frobnicate", ""}, {"x", ""}, {"persistent", ""},
+	} {
+		if got := didYouMean(c.unknown, names); got != c.want {
+			t.Errorf("didYouMean(%q) = %q, want %q", c.unknown, got, c.want)
+		}
+	}
 }
 
 func TestWrap(t *testing.T) {

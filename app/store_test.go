@@ -64,8 +64,8 @@ func TestConversationsCommand(t *testing.T) {
 }
 
 // TestServeStoreFaults: a store that cannot be used fails start-up (exit
-// 1) with one log line that names the file and what to do; so do flags
-// that conflict or are out of range.
+// 1) with one log line that names the file and what to do (flags that
+// conflict or are out of range are usage errors: TestUsageErrors).
 func TestServeStoreFaults(t *testing.T) {
 	state := t.TempDir()
 	os.WriteFile(filepath.Join(state, "conversations.db"), []byte(strings.Repeat("garbage!", 1000)), 0o600)
@@ -77,19 +77,6 @@ func TestServeStoreFaults(t *testing.T) {
 	log := r.stderr.String()
 	if !strings.Contains(log, filepath.Join(state, "conversations.db")) || !strings.Contains(log, "is corrupt") || !strings.Contains(log, "move it aside") {
 		t.Errorf("start-up log does not name the file and what to do:\n%s", log)
-	}
-	code, _, errOut := runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--ephemeral", "--state-dir", state)
-	if code != 1 || !strings.Contains(errOut, "--ephemeral keeps nothing in --state-dir") {
-		t.Errorf("--ephemeral with --state-dir: exit %d, %s", code, errOut)
-	}
-	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--state-dir", state)
-	if code != 1 || !strings.Contains(errOut, "add --model NAME") {
-		t.Errorf("--state-dir without --model: exit %d, %s", code, errOut)
-	}
-	// A history budget too small for a bounded turn's notes.
-	code, _, errOut = runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--ephemeral", "--history-bytes", "100")
-	if code != 1 || !strings.Contains(errOut, "--history-bytes must be at least 1024") {
-		t.Errorf("--history-bytes 100: exit %d, %s", code, errOut)
 	}
 }
 

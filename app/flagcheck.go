@@ -1,0 +1,259 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Flag checks: every bad flag or combination of flags is a usage error
+// (exit 2, one screen: usageError), found before anything is opened, bound
+// or logged. A flag's check lives in one of three places:
+//
+//   - its value: a flag registered with intFlag, durationFlag or a
+//     flag.Value whose Set returns the reason (portValue, logLevel,
+//     listenAddr) fails as the command line is parsed, and the flag
+//     package's error becomes the usage error (flagError);
+//   - a relation with other flags (needs, excludes): one flagRule in the
+//     command's or its group's rules, checked once the flags are parsed;
+//   - anything else derived from the flags alone (a model endpoint URL, the
+//     remote host's identity): the command's run, before it opens the
+//     session (serveFlags.check, remoteFlags.check).
+//
+// An unknown flag gets the nearest known one (didYouMean) or the command's
+// own hint (command.hints); nothing else needs writing for a new flag.
+
+// intFlag registers an int flag whose value must be at least min and, when
+// max > min, at most max.
+func intFlag(fs *flag.FlagSet, name string, value, min, max int, usage string) *int {
+	p := new(int)
+	*p = value
+	fs.Var(&intValue{p: p, min: min, max: max}, name, usage)
+	return p
+}
+
+type intValue struct {
+	p        *int
+	min, max int
+}
+
+func (v *intValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v *intValue) Get() any { return *v.p }
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("want a whole number")
+	case n < v.min:
+		return fmt.Errorf("must be at least %d", v.min)
+	case v.max > v.min && n > v.max:
+		return fmt.Errorf("must be at most %d", v.max)
+	}
+	*v.p = n
+	return nil
+}
+
+// int64Flag is intFlag for an int64.
+func int64Flag(fs *flag.FlagSet, name string, value, min int64, usage string) *int64 {
+	p := new(int64)
+	*p = value
+	fs.Var(&int64Value{p: p, min: min}, name, usage)
+	return p
+}
+
+type int64Value struct {
+	p   *int64
+	min int64
+}
+
+func (v *int64Value) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+func (v *int64Value) Get() any { return *v.p }
+
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return errors.New("want a whole number")
+	case n < v.min:
+		return fmt.Errorf("must be at least %d", v.min)
+	}
+	*v.p = n
+	return nil
+}
+
+// durationFlag registers a duration flag whose value must be at least min
+// and, when max > 0, at most max.
+func durationFlag(fs *flag.FlagSet, name string, value, min, max time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	*p = value
+	fs.Var(&durationValue{p: p, min: min, max: max}, name, usage)
+	return p
+}
+
+type durationValue struct {
+	p        *time.Duration
+	min, max time.Duration
+}
+
+func (v *durationValue) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}
+
+func (v *durationValue) Get() any { return *v.p }
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return errors.New(durationWanted)
+	case d < v.min && v.min <= time.Nanosecond:
+		return errors.New("must be more than 0")
+	case d < v.min:
+		return fmt.Errorf("must be at least %s", shortDuration(v.min))
+	case v.max > 0 && d > v.max:
+		return fmt.Errorf("must be at most %s", shortDuration(v.max))
+	}
+	*v.p = d
+	return nil
+}
+
+// shortDuration is d as people write it: 30m, not 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+const durationWanted = "want a duration such as 90s, 5m or 1h"
+
+// portValue is a TCP port: 0 picks a free one.
+type portValue int
+
+func (p *portValue) String() string { return strconv.Itoa(int(*p)) }
+func (p *portValue) Get() any       { return int(*p) }
+
+func (p *portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 65535 {
+		return errors.New("a port is a whole number from 0 to 65535 (0 picks a free one)")
+	}
+	*p = portValue(n)
+	return nil
+}
+
+// logLevel is --log-level: one of slog's four level names.
+type logLevel struct{ level *slog.Level }
+
+func (l logLevel) String() string {
+	if l.level == nil {
+		return ""
+	}
+	return strings.ToLower(l.level.String())
+}
+
+func (l logLevel) Get() any { return *l.level }
+
+func (l logLevel) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		return l.level.UnmarshalText([]byte(s))
+	}
+	return errors.New("the levels are debug, info, warn and error")
+}
+
+// flagRule is a relation between the flags of one command, checked once
+// its command line is parsed: when any of flags is given, needs must be
+// given too (when set) and excludes must not be (when set). why ends the
+// usage error.
+type flagRule struct {
+	flags    []string
+	needs    string
+	excludes string
+	why      string
+}
+
+// check returns the usage error of a broken rule, or "".
+func (r flagRule) check(given map[string]bool) string {
+	for _, name := range r.flags {
+		switch {
+		case !given[name]:
+		case r.needs != "" && !given[r.needs]:
+			return fmt.Sprintf("--%s needs --%s: %s", name, r.needs, r.why)
+		case r.excludes != "" && given[r.excludes]:
+			return fmt.Sprintf("--%s and --%s exclude each other: %s", name, r.excludes, r.why)
+		}
+	}
+	return ""
+}
+
+// givenFlags is the set of flags given on fs's command line.
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}
+
+// didYouMean returns the name among names nearest to unknown by edit
+// distance, when it is near enough to be a misspelling (at most a third of
+// its letters, and at least 1, differ), or "".
+func didYouMean(unknown string, names []string) string {
+	best, bestD := "", max(1, len(unknown)/3)+1
+	for _, n := range names {
+		if d := editDistance(unknown, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the edit distance between a and b, in bytes: the
+// insertions, deletions, substitutions and swaps of two neighbours
+// (optimal string alignment) that turn one into the other.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
