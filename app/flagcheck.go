@@ -27,18 +27,17 @@ import (
 // An unknown flag gets the nearest known one (didYouMean) or the command's
 // own hint (command.hints); nothing else needs writing for a new flag.
 
-// intFlag registers an int flag whose value must be at least min and, when
-// max > min, at most max.
-func intFlag(fs *flag.FlagSet, name string, value, min, max int, usage string) *int {
+// intFlag registers an int flag whose value must be at least min.
+func intFlag(fs *flag.FlagSet, name string, value, min int, usage string) *int {
 	p := new(int)
 	*p = value
-	fs.Var(&intValue{p: p, min: min, max: max}, name, usage)
+	fs.Var(&intValue{p: p, min: min}, name, usage)
 	return p
 }
 
 type intValue struct {
-	p        *int
-	min, max int
+	p   *int
+	min int
 }
 
 func (v *intValue) String() string {
@@ -57,8 +56,6 @@ func (v *intValue) Set(s string) error {
 		return errors.New("want a whole number")
 	case n < v.min:
 		return fmt.Errorf("must be at least %d", v.min)
-	case v.max > v.min && n > v.max:
-		return fmt.Errorf("must be at most %d", v.max)
 	}
 	*v.p = n
 	return nil

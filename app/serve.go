@@ -63,7 +63,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 		store:            addStoreFlags(fs),
-		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, 0, "at most `N` turns run at once, one per principal's conversation; "+
+		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
 		approvalTimeout: durationFlag(fs, "approval-timeout", agent.DefaultApprovalTimeout, time.Nanosecond, agent.DefaultTurnTimeout,
 			"how long a turn's permission prompt or question waits for "+

@@ -43,9 +43,9 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 		stateDir: addStateDirFlag(fs),
 		ephemeral: fs.Bool("ephemeral", false, "keep the agent's conversations in memory only: nothing is read from or written to "+
 			"--state-dir, and they end with the process"),
-		historyBytes: intFlag(fs, "history-bytes", agent.DefaultHistoryBytes, minHistoryBytes, 0, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
+		historyBytes: intFlag(fs, "history-bytes", agent.DefaultHistoryBytes, minHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
 			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
-		maxConversations: intFlag(fs, "max-conversations", defaultMaxConversations, 1, 0, "keep at most `N` conversations in the store; "+
+		maxConversations: intFlag(fs, "max-conversations", defaultMaxConversations, 1, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
 		maxStoreBytes: int64Flag(fs, "max-store-bytes", defaultMaxStoreBytes, 1, "keep at most `N` bytes of conversations in the store; "+
 			"the least recently used are dropped first"),

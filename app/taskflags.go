@@ -21,9 +21,9 @@ func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 		ttl: durationFlag(fs, "task-ttl", engine.DefaultTaskTTL, time.Millisecond, 0, "keep a finished task, for tasks/get, for `DURATION` (its ttlMs; at least 1ms)"),
 		pollInterval: durationFlag(fs, "task-poll-interval", engine.DefaultTaskPollInterval, time.Millisecond, 0, "the pause between two polls of a task "+
 			"its clients are told to keep (its pollIntervalMs), a `DURATION` of at least 1ms, shorter than --task-ttl"),
-		maxPerClient: intFlag(fs, "max-tasks-per-client", engine.DefaultTasksPerPrincipal, 1, 0, "at most `N` tasks run at once for one client "+
+		maxPerClient: intFlag(fs, "max-tasks-per-client", engine.DefaultTasksPerPrincipal, 1, "at most `N` tasks run at once for one client "+
 			"(over HTTP its principal, on a stream its connection); a call beyond is a tool error"),
-		maxHeld: intFlag(fs, "max-tasks", engine.DefaultMaxTasks, 1, 0, "at most `N` tasks held in all, running or finished and kept; "+
+		maxHeld: intFlag(fs, "max-tasks", engine.DefaultMaxTasks, 1, "at most `N` tasks held in all, running or finished and kept; "+
 			"at the bound a finished task of the client holding the most is forgotten early, "+
 			"and with every held task running a call beyond is a tool error"),
 	}
