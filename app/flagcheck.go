@@ -27,71 +27,41 @@ import (
 // An unknown flag gets the nearest known one (didYouMean) or the command's
 // own hint (command.hints); nothing else needs writing for a new flag.
 
-// intFlag registers an int flag whose value must be at least min.
-func intFlag(fs *flag.FlagSet, name string, value, min int, usage string) *int {
-	p := new(int)
+// intFlag registers an int or int64 flag whose value must be at least min.
+func intFlag[T int | int64](fs *flag.FlagSet, name string, value, min T, usage string) *T {
+	p := new(T)
 	*p = value
-	fs.Var(&intValue{p: p, min: min}, name, usage)
+	fs.Var(&intValue[T]{p: p, min: min}, name, usage)
 	return p
 }
 
-type intValue struct {
-	p   *int
-	min int
+type intValue[T int | int64] struct {
+	p   *T
+	min T
 }
 
-func (v *intValue) String() string {
+func (v *intValue[T]) String() string {
 	if v.p == nil {
 		return "0"
 	}
-	return strconv.Itoa(*v.p)
+	return strconv.FormatInt(int64(*v.p), 10)
 }
 
-func (v *intValue) Get() any { return *v.p }
+func (v *intValue[T]) Get() any { return *v.p }
 
-func (v *intValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
+func (v *intValue[T]) Set(s string) error {
+	bits := 64
+	if _, isInt := any(*v.p).(int); isInt {
+		bits = strconv.IntSize
+	}
+	n, err := strconv.ParseInt(s, 10, bits)
 	switch {
 	case err != nil:
 		return errors.New("want a whole number")
-	case n < v.min:
+	case T(n) < v.min:
 		return fmt.Errorf("must be at least %d", v.min)
 	}
-	*v.p = n
-	return nil
-}
-
-// int64Flag is intFlag for an int64.
-func int64Flag(fs *flag.FlagSet, name string, value, min int64, usage string) *int64 {
-	p := new(int64)
-	*p = value
-	fs.Var(&int64Value{p: p, min: min}, name, usage)
-	return p
-}
-
-type int64Value struct {
-	p   *int64
-	min int64
-}
-
-func (v *int64Value) String() string {
-	if v.p == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*v.p, 10)
-}
-
-func (v *int64Value) Get() any { return *v.p }
-
-func (v *int64Value) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	switch {
-	case err != nil:
-		return errors.New("want a whole number")
-	case n < v.min:
-		return fmt.Errorf("must be at least %d", v.min)
-	}
-	*v.p = n
+	*v.p = T(n)
 	return nil
 }
 

@@ -47,7 +47,7 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
 		maxConversations: intFlag(fs, "max-conversations", defaultMaxConversations, 1, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
-		maxStoreBytes: int64Flag(fs, "max-store-bytes", defaultMaxStoreBytes, 1, "keep at most `N` bytes of conversations in the store; "+
+		maxStoreBytes: intFlag(fs, "max-store-bytes", int64(defaultMaxStoreBytes), 1, "keep at most `N` bytes of conversations in the store; "+
 			"the least recently used are dropped first"),
 		maxAge: durationFlag(fs, "max-conversation-age", defaultMaxAge, time.Nanosecond, 0, "forget a conversation not continued for `DURATION` "+
 			"(2160h: 90 days)"),
