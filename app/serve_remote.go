@@ -172,11 +172,40 @@ func (f *remoteFlags) check(inv *invocation) (int, bool) {
 		_, err = httpremote.NewAdmission(httpremote.Authorization{Verifier: v, TrustedProxies: f.proxies}, nil)
 	}
 	if err != nil {
-		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "app: "), "oauth: ")
-		return inv.usageError("%s", msg), false
+		return inv.usageError("%s", remoteFlagError(err)), false
 	}
 	f.bind, f.verifier = bind, v
 	return 0, true
+}
+
+// remoteFlags' errors name the flag whose value the host refused, in place
+// of its Options field: "--public-url: must be an absolute https URL in
+// canonical form (…)", not "httpremote: PublicURL must be …".
+var remoteFlagErrors = []struct {
+	err  error
+	flag string
+}{
+	{httpremote.ErrPublicURL, "--public-url"},
+	{httpremote.ErrIssuer, "--issuer"},
+	{httpremote.ErrScopes, "--scope"},
+	{httpremote.ErrTrustedProxy, "--trusted-proxy"},
+}
+
+// remoteFlagError is the usage error of an error remoteFlags.check met.
+func remoteFlagError(err error) string {
+	msg := err.Error()
+	for _, fe := range remoteFlagErrors {
+		if errors.Is(err, fe.err) {
+			// The sentinel's text is "httpremote: <Field> must …": keep
+			// from "must" on, and what the wrap added after it.
+			_, rest, ok := strings.Cut(msg, " must ")
+			if !ok {
+				break
+			}
+			return fe.flag + ": must " + rest
+		}
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(msg, "app: "), "oauth: "), "invalid verifier configuration: ")
 }
 
 // auditWriter is the CLI's audit sink: one line per refused request,
