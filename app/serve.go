@@ -389,6 +389,21 @@ func readSystemPrompt(path string) (string, error) {
 // would not.
 const stopGrace = engine.StopTimeout + time.Second
 
+// start starts c for a serve command. A Start cut short by ctx (SIGINT or
+// SIGTERM) or by a Stop is a clean exit; any other failure is logged. ok
+// is false when Start failed, with the exit code.
+func start(ctx context.Context, c engine.Carrier, logger *slog.Logger) (code int, ok bool) {
+	err := c.Start(ctx)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, engine.ErrStopped) || ctx.Err() != nil:
+		return 0, false
+	}
+	logger.Error("start failed", "err", err)
+	return 1, false
+}
+
 // stop stops c, logging a Stop that did not finish cleanly.
 func stop(c engine.Carrier, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)

@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
@@ -110,12 +108,8 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	if code, ok := start(ctx, host, logger); !ok {
+		return code
 	}
 	ep := host.Endpoint()
 	if tf.token != ep.Token {

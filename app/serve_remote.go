@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
-	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -134,12 +132,8 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	if code, ok := start(ctx, host, logger); !ok {
+		return code
 	}
 	addr := host.Addr()
 	fmt.Fprintln(inv.stdout, addr.String())
