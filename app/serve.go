@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -397,6 +398,26 @@ func readSystemPrompt(path string) (string, error) {
 // within 5 s (docs/SPEC.md §3); the margin only guards against one that
 // would not.
 const stopGrace = engine.StopTimeout + time.Second
+
+// start starts c for a serve command. A Start cut short by ctx (SIGINT or
+// SIGTERM) or by a Stop is a clean exit; any other failure is logged: an
+// address in use as inUse, when given, a line that says what to do (a port
+// in use suggests --port 0, docs/SPEC.md §15). ok is false when Start
+// failed, with the exit code.
+func start(ctx context.Context, c engine.Carrier, logger *slog.Logger, inUse string) (code int, ok bool) {
+	err := c.Start(ctx)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, engine.ErrStopped) || ctx.Err() != nil:
+		return 0, false
+	case inUse != "" && errors.Is(err, syscall.EADDRINUSE):
+		logger.Error(inUse)
+		return 1, false
+	}
+	logger.Error("start failed", "err", err)
+	return 1, false
+}
 
 // stop stops c, logging a Stop that did not finish cleanly.
 func stop(c engine.Carrier, logger *slog.Logger) {

@@ -2,13 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"syscall"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
@@ -117,16 +114,9 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			logger.Error(fmt.Sprintf("port %d on 127.0.0.1 is in use: choose another --port, or --port 0 for a free one (the URL is printed on stdout)", port))
-			return 1
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	inUse := fmt.Sprintf("port %d on 127.0.0.1 is in use: choose another --port, or --port 0 for a free one (the URL is printed on stdout)", port)
+	if code, ok := start(ctx, host, logger, inUse); !ok {
+		return code
 	}
 	ep := host.Endpoint()
 	if tf.token != ep.Token {

@@ -9,11 +9,9 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/oauth"
-	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -120,17 +118,10 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		if errors.Is(err, syscall.EADDRINUSE) {
-			logger.Error(fmt.Sprintf("--listen %s is in use: choose another address, or port 0 (%s) for a free one (the bound address is printed on stdout)",
-				f.bind, netip.AddrPortFrom(f.bind.Addr(), 0)))
-			return 1
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	inUse := fmt.Sprintf("--listen %s is in use: choose another address, or port 0 (%s) for a free one (the bound address is printed on stdout)",
+		f.bind, netip.AddrPortFrom(f.bind.Addr(), 0))
+	if code, ok := start(ctx, host, logger, inUse); !ok {
+		return code
 	}
 	addr := host.Addr()
 	fmt.Fprintln(inv.stdout, addr.String())
