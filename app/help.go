@@ -159,7 +159,7 @@ func writeFlags(b *strings.Builder, fs *flag.FlagSet) {
 // row is one entry of a two-column list.
 type row struct{ left, text string }
 
-// flagRows lists fs's flags in lexical order, as the README writes them:
+// flagRows lists fs's flags in lexical order, as the guides write them:
 // "--name ARG", where ARG is the back-quoted word of the flag's usage (see
 // flag.UnquoteUsage; none for a bool flag), and the usage text followed by
 // the default when it is not the zero value (strings quoted).

@@ -122,7 +122,7 @@ func TestServeHTTP(t *testing.T) {
 	if status != 400 { // modern without its headers: -32020
 		t.Errorf("modern without headers: %d %s", status, b)
 	}
-	// The README's 2026-07-28 curl example: the three headers mirror the body.
+	// docs/http.md's 2026-07-28 curl example: the three headers mirror the body.
 	for _, c := range []struct{ method, name, body string }{
 		{"server/discover", "", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
 		{"tools/call", "read_file", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
