@@ -3,7 +3,6 @@ package layout
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,19 +16,10 @@ import (
 func TestExamplesImportNoInternalPackage(t *testing.T) {
 	root := "../.."
 	found := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); name == ".git" || name == "node_modules" || strings.HasPrefix(name, ".tmp") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Name() != "example_test.go" && !strings.HasSuffix(d.Name(), "_example_test.go") {
-			return nil
-		}
+	isExample := func(name string) bool {
+		return name == "example_test.go" || strings.HasSuffix(name, "_example_test.go")
+	}
+	err := walkFiles(root, isExample, func(path string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
