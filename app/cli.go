@@ -199,7 +199,7 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 		}
 	case strings.HasPrefix(a, "-"):
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return usageError(inv.stderr, path, c, "unknown flag --"+name)
+		return usageError(inv.stderr, path, c, c.groupFlagError(path, name))
 	}
 	sub := c.find(a)
 	if sub == nil {
@@ -224,6 +224,27 @@ func (c *command) find(name string) *command {
 		}
 	}
 	return nil
+}
+
+// groupFlagError is the usage error of a flag given to group c before its
+// command: one its commands all take (groupFlags), or the nearest such,
+// belongs after the command ("agentmcp serve --root . stdio").
+func (c *command) groupFlagError(path, name string) string {
+	msg := "unknown flag --" + name
+	if c.groupFlags == nil || len(c.subs) == 0 {
+		return msg
+	}
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	c.groupFlags(fs)
+	if fs.Lookup(name) != nil {
+		return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := didYouMean(name, names); near != "" {
+		return fmt.Sprintf("%s (did you mean --%s? it goes after the %s, as in '%s %s --%s …')", msg, near, c.kind(), path, c.subs[0].name, near)
+	}
+	return msg
 }
 
 func (c *command) kind() string {

@@ -196,6 +196,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-root=x", "serve"}, `agentmcp: unknown flag --root`, top},
 		{[]string{"serve"}, `agentmcp serve: missing carrier`, serve},
 		{[]string{"serve", "unixx"}, `agentmcp serve: unknown carrier "unixx" (did you mean "unix"?)`, serve},
+		// A carrier's flag before the carrier: where it goes.
+		{[]string{"serve", "--root", ".", "stdio"}, `agentmcp serve: --root goes after the carrier, as in 'agentmcp serve stdio --root …'`, serve},
+		{[]string{"serve", "--rooot", "."}, `agentmcp serve: unknown flag --rooot (did you mean --root? it goes after the carrier, as in 'agentmcp serve stdio --root …')`, serve},
+		{[]string{"serve", "--frobnicate"}, `agentmcp serve: unknown flag --frobnicate`, serve},
+		{[]string{"conversations", "--state-dir", "/tmp/x", "list"}, `agentmcp conversations: --state-dir goes after the command, as in 'agentmcp conversations list --state-dir …'`, "agentmcp conversations <command> [flags]; commands: list, show, clear"},
 		{[]string{"serve", "htpt"}, `agentmcp serve: unknown carrier "htpt" (did you mean "http"?)`, serve},
 		// An unknown or misspelt flag: one line, the nearest flag, not the flag list.
 		{[]string{"serve", "stdio", "--rooot", "x"}, `agentmcp serve stdio: unknown flag --rooot (did you mean --root?)`, stdio},
