@@ -162,6 +162,40 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
+// TestFlagRulesReadValues: a rule relates flags given a value that turns
+// something on; a bool flag given false, or a flag given the empty string,
+// counts as not given (--ephemeral=false goes with --state-dir, and
+// --allow-commands=false does not turn run_command on for --no-sandbox).
+func TestFlagRulesReadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "m", "--ephemeral=false", "--state-dir", "/tmp/x"}, ""},
+		{[]string{"--model", "m", "--ephemeral", "--state-dir", ""}, ""},
+		{[]string{"--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, "--ephemeral and --state-dir exclude each other"},
+		{[]string{"--no-sandbox=false"}, ""},
+		{[]string{"--allow-commands=false", "--no-sandbox"}, "--no-sandbox needs --allow-commands"},
+		{[]string{"--model-url", ""}, ""},
+		{[]string{"--model", "", "--max-turns", "2"}, "--max-turns needs --model"},
+	} {
+		fs := flag.NewFlagSet("serve stdio", flag.ContinueOnError)
+		addServeFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		got := ""
+		for _, r := range serveRules {
+			if got = r.check(givenFlags(fs)); got != "" {
+				break
+			}
+		}
+		if (c.want == "") != (got == "") || !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
 func TestDidYouMean(t *testing.T) {
 	names := []string{"root", "port", "token-file", "persistent-token", "ask-client", "model", "model-url"}
 	for _, c := range []struct{ unknown, want string }{

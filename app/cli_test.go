@@ -244,6 +244,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversation-age", "-1h"}, `agentmcp serve stdio: invalid value "-1h" for --max-conversation-age: must be more than 0`, stdio},
 		// run_command's flags.
 		{[]string{"serve", "stdio", "--no-sandbox"}, `agentmcp serve stdio: --no-sandbox needs --allow-commands: it configures run_command, which --allow-commands turns on`, stdio},
+		// A bool flag given false, or a flag given the empty string, is not given.
+		{[]string{"serve", "stdio", "--allow-commands=false", "--no-sandbox"}, `agentmcp serve stdio: --no-sandbox needs --allow-commands: it configures run_command, which --allow-commands turns on`, stdio},
 		// The task flags (docs/SPEC.md §14): zero, negative, below the wire's millisecond, out of order, not a value.
 		{[]string{"serve", "stdio", "--task-ttl", "0s"}, `agentmcp serve stdio: invalid value "0s" for --task-ttl: must be at least 1ms`, stdio},
 		{[]string{"serve", "http", "--task-ttl", "-1h"}, `agentmcp serve http: invalid value "-1h" for --task-ttl: must be at least 1ms`, http},
@@ -257,6 +259,8 @@ func TestUsageErrors(t *testing.T) {
 		// serve http's token flags.
 		{[]string{"serve", "http", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
+		{[]string{"serve", "http", "--token-file", "", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
+		{[]string{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=false", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
 		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
 		// serve remote's identity and admission, checked before anything is opened.
 		{[]string{"serve", "remote", "--public-url", "http://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},

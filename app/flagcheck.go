@@ -178,11 +178,26 @@ func (r flagRule) check(given map[string]bool) string {
 	return ""
 }
 
-// givenFlags is the set of flags given on fs's command line.
+// givenFlags is the set of flags given on fs's command line with a value
+// that turns something on: a bool flag given false (--ephemeral=false) or a
+// flag given the empty string (--token-file "") is what leaving it out
+// means, so a rule reads it as not given.
 func givenFlags(fs *flag.FlagSet) map[string]bool {
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		if v := f.Value.String(); v != "" && !(isBool(f) && v == "false") {
+			given[f.Name] = true
+		}
+	})
 	return given
+}
+
+// flagWritten reports whether name was written on fs's command line, with
+// any value.
+func flagWritten(fs *flag.FlagSet, name string) bool {
+	written := false
+	fs.Visit(func(f *flag.Flag) { written = written || f.Name == name })
+	return written
 }
 
 // didYouMean returns the name among names nearest to unknown by edit

@@ -107,7 +107,8 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 	if msg := f.tasks.check(); msg != "" {
 		return inv.usageError("%s", msg), false
 	}
-	if givenFlags(inv.fs)["model"] {
+	// --model "" is a mistake to name, not the same as leaving --model out.
+	if flagWritten(inv.fs, "model") {
 		if strings.TrimSpace(*f.model) == "" {
 			return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
 		}
