@@ -157,11 +157,6 @@ func TestCommandTable(t *testing.T) {
 	groups(commandLine)
 }
 
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
 // TestFlagRulesReadValues: a rule relates flags given a value that turns
 // something on; a bool flag given false, or a flag given the empty string,
 // counts as not given (--ephemeral=false goes with --state-dir, and

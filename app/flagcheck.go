@@ -192,6 +192,12 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	return given
 }
 
+// isBool reports whether f is a bool flag (one that takes no value).
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // flagWritten reports whether name was written on fs's command line, with
 // any value.
 func flagWritten(fs *flag.FlagSet, name string) bool {
