@@ -114,7 +114,7 @@ func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root s
 		return nil
 	}
 	for _, c := range list {
-		fmt.Fprintf(w, "%s\t%s\t%d turns\t%d bytes\t%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Turns, c.Bytes,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d bytes\t%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), count(c.Turns, "turn"), c.Bytes,
 			c.Updated.UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -141,7 +141,7 @@ func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root s
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# %s (%s), %d turns, last %s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Turns,
+		fmt.Fprintf(w, "# %s (%s), %s, last %s\n", c.Ref.Root, principalLabel(c.Ref.Principal), count(c.Turns, "turn"),
 			c.Updated.UTC().Format(time.RFC3339))
 		turns, err := s.Load(ctx, c.Ref)
 		if err != nil {
@@ -185,6 +185,14 @@ func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root 
 			return err
 		}
 	}
-	fmt.Fprintf(w, "forgot %d conversations of %s\n", len(list), root)
+	fmt.Fprintf(w, "forgot %s of %s\n", count(len(list), "conversation"), root)
 	return nil
+}
+
+// count is n and noun, in the plural unless n is 1: "1 turn", "2 turns".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

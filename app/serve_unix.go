@@ -55,7 +55,7 @@ func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path st
 		logger.Error("cannot serve unix", "err", err)
 		return 1
 	}
-	if code, ok := start(ctx, s, logger); !ok {
+	if code, ok := start(ctx, s, logger, ""); !ok {
 		return code
 	}
 	fmt.Fprintln(inv.stdout, path)

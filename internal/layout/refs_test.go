@@ -137,19 +137,8 @@ func TestCarrierGuideShowsRealCode(t *testing.T) {
 		t.Fatalf("docs/carrier.md has %d Go blocks: is the extraction broken?", len(blocks))
 	}
 	var sources [][]string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); name == ".git" || name == "node_modules" || strings.HasPrefix(name, ".tmp") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if filepath.Ext(path) != ".go" {
-			return nil
-		}
+	isGo := func(name string) bool { return filepath.Ext(name) == ".go" }
+	err = walkFiles(root, isGo, func(path string) error {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
