@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -54,6 +56,7 @@ of its own (off by default). The HTTP carriers answer GET /healthz and
 /readyz without a token (--no-health turns them off).`,
 			subKind:    "carrier",
 			groupFlags: func(fs *flag.FlagSet) { addServeFlags(fs) },
+			rules:      serveRules,
 			subs:       []*command{serveStdioCommand, serveHTTPCommand, serveUnixCommand, serveRemoteCommand},
 		},
 		recordCommand,
@@ -81,6 +84,14 @@ type command struct {
 	subs       []*command             // a group's commands, in the order help lists them
 	subKind    string                 // what a group's commands are called: "command" when empty
 	groupFlags func(fs *flag.FlagSet) // the flags every command of the group takes, for its help
+
+	// rules relate the command's flags (a group's: those of every command
+	// under it), checked once they are parsed (flagcheck.go).
+	rules []flagRule
+	// hints answer an unknown flag people are known to try on this
+	// command, by its name without dashes ("host" on serve http), in place
+	// of the nearest known flag.
+	hints map[string]string
 }
 
 // runFunc runs a leaf command; it returns the exit code.
@@ -97,6 +108,8 @@ type invocation struct {
 	// observer, when set, watches what the serve commands serve besides
 	// their own metrics (MainWith).
 	observer ports.Observer
+	// rules are the flag rules of the groups above the command run.
+	rules []flagRule
 }
 
 // usageError writes "<path>: <message>" and then the command's usage on
@@ -112,8 +125,10 @@ func (inv *invocation) usageError(format string, a ...any) int {
 //     after printing help or the version on stdout;
 //   - 1 on a failure, logged on stderr;
 //   - 2 on a usage error (an unknown command or flag, an unexpected argument,
-//     a missing or malformed flag): one line "agentmcp ...: <what is wrong>"
-//     and then the command's usage, on stderr; nothing on stdout.
+//     a missing or bad value, flags that need or exclude each other; see
+//     flagcheck.go and docs/SPEC.md §15): one line "agentmcp ...: <what is
+//     wrong>", the usage line and where the help is, on stderr (at most four
+//     lines, before anything is opened or logged); nothing on stdout.
 //
 // "help", -h and --help at any level print help on stdout. Logs go to
 // stderr; a serve command's stdout carries only MCP messages (stdio) or one
@@ -151,10 +166,16 @@ func (c *command) exec(ctx context.Context, path string, args []string, inv *inv
 			writeHelp(inv.stdout, path, c)
 			return 0
 		}
-		return usageError(inv.stderr, path, c, flagError(err))
+		return usageError(inv.stderr, path, c, c.flagError(fs, err))
 	}
 	if !c.args && fs.NArg() > 0 {
 		return usageError(inv.stderr, path, c, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	given := givenFlags(fs)
+	for _, r := range append(inv.rules, c.rules...) {
+		if msg := r.check(given); msg != "" {
+			return usageError(inv.stderr, path, c, msg)
+		}
 	}
 	inv.path, inv.cmd, inv.fs = path, c, fs
 	return run(ctx, inv)
@@ -178,12 +199,21 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 		}
 	case strings.HasPrefix(a, "-"):
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return usageError(inv.stderr, path, c, "unknown flag --"+name)
+		return usageError(inv.stderr, path, c, c.groupFlagError(path, name))
 	}
 	sub := c.find(a)
 	if sub == nil {
-		return usageError(inv.stderr, path, c, fmt.Sprintf("unknown %s %q", c.kind(), a))
+		msg := fmt.Sprintf("unknown %s %q", c.kind(), a)
+		var names []string
+		for _, s := range c.subs {
+			names = append(names, s.name)
+		}
+		if near := didYouMean(a, names); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return usageError(inv.stderr, path, c, msg)
 	}
+	inv.rules = append(inv.rules, c.rules...)
 	return sub.exec(ctx, path+" "+sub.name, args[1:], inv)
 }
 
@@ -196,6 +226,27 @@ func (c *command) find(name string) *command {
 	return nil
 }
 
+// groupFlagError is the usage error of a flag given to group c before its
+// command: one its commands all take (groupFlags), or the nearest such,
+// belongs after the command ("agentmcp serve --root . stdio").
+func (c *command) groupFlagError(path, name string) string {
+	msg := "unknown flag --" + name
+	if c.groupFlags == nil || len(c.subs) == 0 {
+		return msg
+	}
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	c.groupFlags(fs)
+	if fs.Lookup(name) != nil {
+		return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := didYouMean(name, names); near != "" {
+		return fmt.Sprintf("%s (did you mean --%s? it goes after the %s, as in '%s %s --%s …')", msg, near, c.kind(), path, c.subs[0].name, near)
+	}
+	return msg
+}
+
 func (c *command) kind() string {
 	if c.subKind == "" {
 		return "command"
@@ -205,19 +256,67 @@ func (c *command) kind() string {
 
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
-// flagError rewrites an error of the flag package as one line that names
-// flags with two dashes, as the help does: "unknown flag --rooot".
-func flagError(err error) string {
+// flagError rewrites an error of the flag package parsing fs (c's flags)
+// as one line that names flags with two dashes, as the help does: an
+// unknown flag with c's hint for it or the nearest known flag ("unknown
+// flag --rooot (did you mean --root?)"), a missing value, or a bad value
+// with what the flag wants.
+func (c *command) flagError(fs *flag.FlagSet, err error) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if hint, ok := c.hints[name]; ok {
+			return "--" + name + ": " + hint
+		}
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := didYouMean(name, names); near != "" {
+			return "unknown flag --" + name + " (did you mean --" + near + "?)"
+		}
 		return "unknown flag --" + name
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return "flag --" + name + " needs a value"
 	}
-	// `invalid value "x" for flag -port: ...`, `invalid boolean value "x" for -ask-client: ...`
-	msg = strings.Replace(msg, " for flag -", " for flag --", 1)
-	return strings.Replace(msg, " for -", " for --", 1)
+	// `invalid value "x" for flag -port: parse error`, `invalid boolean
+	// value "x" for -ask-client: parse error`: the built-in types' "parse
+	// error" says what they want instead.
+	i := strings.Index(msg, " for flag -")
+	form := len(" for flag -")
+	if strings.HasPrefix(msg, "invalid boolean value ") {
+		i, form = strings.Index(msg, " for -"), len(" for -")
+	}
+	q := strings.IndexByte(msg, '"')
+	if !strings.HasPrefix(msg, "invalid ") || i < 0 || q < 0 || q > i {
+		return msg
+	}
+	value, err := strconv.Unquote(msg[q:i])
+	if err != nil {
+		return msg
+	}
+	name, why, _ := strings.Cut(msg[i+form:], ": ")
+	if why == "parse error" || why == "value out of range" {
+		why = wanted(fs.Lookup(name))
+	}
+	return fmt.Sprintf("invalid value %q for --%s: %s", value, name, why)
+}
+
+// wanted says what a flag of a built-in type takes.
+func wanted(f *flag.Flag) string {
+	if f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			switch g.Get().(type) {
+			case bool:
+				return "want true or false"
+			case time.Duration:
+				return durationWanted
+			case int, int64, uint, uint64:
+				return "want a whole number"
+			case float64:
+				return "want a number"
+			}
+		}
+	}
+	return "not a value this flag takes"
 }
 
 // usageError writes "<path>: <msg>" and c's usage on w, and returns 2.

@@ -117,6 +117,32 @@ func TestCommandTable(t *testing.T) {
 			}
 		})
 	}
+	// Every flag a rule names is a flag of every command it applies to,
+	// and a hint never shadows a flag the command has.
+	var rules func(c *command, inherited []flagRule)
+	rules = func(c *command, inherited []flagRule) {
+		inherited = append(inherited, c.rules...)
+		if c.subs != nil {
+			for _, s := range c.subs {
+				rules(s, inherited)
+			}
+			return
+		}
+		fs := leafFlags(c.name, c)
+		for _, r := range inherited {
+			for _, name := range append(append([]string{}, r.flags...), r.needs, r.excludes) {
+				if name != "" && fs.Lookup(name) == nil {
+					t.Errorf("%s: a flag rule names --%s, which it does not have", c.name, name)
+				}
+			}
+		}
+		for name := range c.hints {
+			if fs.Lookup(name) != nil {
+				t.Errorf("%s: a hint for --%s, which it has", c.name, name)
+			}
+		}
+	}
+	rules(commandLine, nil)
 	var groups func(c *command)
 	groups = func(c *command) {
 		seen := map[string]bool{}
@@ -131,9 +157,51 @@ func TestCommandTable(t *testing.T) {
 	groups(commandLine)
 }
 
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+// TestFlagRulesReadValues: a rule relates flags given a value that turns
+// something on; a bool flag given false, or a flag given the empty string,
+// counts as not given (--ephemeral=false goes with --state-dir, and
+// --allow-commands=false does not turn run_command on for --no-sandbox).
+func TestFlagRulesReadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "m", "--ephemeral=false", "--state-dir", "/tmp/x"}, ""},
+		{[]string{"--model", "m", "--ephemeral", "--state-dir", ""}, ""},
+		{[]string{"--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, "--ephemeral and --state-dir exclude each other"},
+		{[]string{"--no-sandbox=false"}, ""},
+		{[]string{"--allow-commands=false", "--no-sandbox"}, "--no-sandbox needs --allow-commands"},
+		{[]string{"--model-url", ""}, ""},
+		{[]string{"--model", "", "--max-turns", "2"}, "--max-turns needs --model"},
+	} {
+		fs := flag.NewFlagSet("serve stdio", flag.ContinueOnError)
+		addServeFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		got := ""
+		for _, r := range serveRules {
+			if got = r.check(givenFlags(fs)); got != "" {
+				break
+			}
+		}
+		if (c.want == "") != (got == "") || !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	names := []string{"root", "port", "token-file", "persistent-token", "ask-client", "model", "model-url"}
+	for _, c := range []struct{ unknown, want string }{
+		{"rooot", "root"}, {"roto", "root"}, {"prot", "port"}, {"tokenfile", "token-file"},
+		{"ask-clinet", "ask-client"}, {"modle", "model"}, {"model-rul", "model-url"},
+		{"frobnicate", ""}, {"x", ""}, {"persistent", ""},
+	} {
+		if got := didYouMean(c.unknown, names); got != c.want {
+			t.Errorf("didYouMean(%q) = %q, want %q", c.unknown, got, c.want)
+		}
+	}
 }
 
 func TestWrap(t *testing.T) {

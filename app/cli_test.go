@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 )
 
@@ -169,70 +170,142 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestUsageErrors: an unknown command or flag, a missing command, an
-// unexpected argument or a bad flag value exits 2 with exactly one line
-// saying what is wrong and then the usage, on stderr; nothing on stdout.
+// TestUsageErrors: every bad command line — an unknown command or flag, a
+// missing command, an unexpected argument, a bad flag value or a bad
+// combination of flags — exits 2 before anything is opened or logged, with
+// one screen on stderr (at most 4 lines): the error line, saying what is
+// wrong and what to do (the nearest command or flag for a misspelling),
+// the usage line, and where the help is; nothing on stdout (issue 33).
 func TestUsageErrors(t *testing.T) {
+	const (
+		stdio  = "agentmcp serve stdio [flags]"
+		http   = "agentmcp serve http [flags]"
+		remote = "agentmcp serve remote --public-url URL --issuer URL --scope S..."
+		top    = "agentmcp <command> [flags]; commands: serve, record, conversations, version, help"
+		serve  = "agentmcp serve <carrier> [flags]; carriers: stdio, http, unix, remote"
+	)
+	remoteArgs := []string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"}
 	tests := []struct {
 		args  []string
 		line  string // the first line of stderr
-		usage string // the usage line that follows
+		usage string // the usage line that follows, after "Usage: "
 	}{
-		{nil, `agentmcp: missing command`, "agentmcp <command> [flags]"},
-		{[]string{"sevre"}, `agentmcp: unknown command "sevre"`, "agentmcp <command> [flags]"},
-		{[]string{"--bogus"}, `agentmcp: unknown flag --bogus`, "agentmcp <command> [flags]"},
-		{[]string{"-root=x", "serve"}, `agentmcp: unknown flag --root`, "agentmcp <command> [flags]"},
-		{[]string{"serve"}, `agentmcp serve: missing carrier`, "agentmcp serve <carrier> [flags]"},
-		{[]string{"serve", "unixx"}, `agentmcp serve: unknown carrier "unixx"`, "agentmcp serve <carrier> [flags]"},
-		{[]string{"serve", "stdio", "--rooot", "x"}, `agentmcp serve stdio: unknown flag --rooot`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "-rooot", "x"}, `agentmcp serve stdio: unknown flag --rooot`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "extra"}, `agentmcp serve stdio: unexpected argument "extra"`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "--ask-client=maybe"}, `agentmcp serve stdio: invalid boolean value "maybe" for --ask-client: parse error`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "http", "--port"}, `agentmcp serve http: flag --port needs a value`, "agentmcp serve http [flags]"},
-		{[]string{"serve", "http", "--port", "abc"}, `agentmcp serve http: invalid value "abc" for flag --port: parse error`, "agentmcp serve http [flags]"},
-		{[]string{"serve", "http", "--port", "65536"}, `agentmcp serve http: --port must be within 0..65535`, "agentmcp serve http [flags]"},
-		{[]string{"serve", "remote"}, `agentmcp serve remote: --public-url is required`, "agentmcp serve remote --public-url URL --issuer URL --scope S..."},
-		// Small usage errors a newcomer meets, each named, exit 2, nothing logged first.
-		{[]string{"serve", "stdio", "--submit-name", "my tool"}, `agentmcp serve stdio: --submit-name "my tool": the name must match ^[A-Za-z0-9._-]{1,128}$`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "--model", ""}, `agentmcp serve stdio: --model needs a model NAME (leave --model out to serve without the agent)`, "agentmcp serve stdio [flags]"},
+		{nil, `agentmcp: missing command`, top},
+		{[]string{"sevre"}, `agentmcp: unknown command "sevre" (did you mean "serve"?)`, top},
+		{[]string{"bogus"}, `agentmcp: unknown command "bogus"`, top},
+		{[]string{"--bogus"}, `agentmcp: unknown flag --bogus`, top},
+		{[]string{"-root=x", "serve"}, `agentmcp: unknown flag --root`, top},
+		{[]string{"serve"}, `agentmcp serve: missing carrier`, serve},
+		{[]string{"serve", "unixx"}, `agentmcp serve: unknown carrier "unixx" (did you mean "unix"?)`, serve},
+		// A carrier's flag before the carrier: where it goes.
+		{[]string{"serve", "--root", ".", "stdio"}, `agentmcp serve: --root goes after the carrier, as in 'agentmcp serve stdio --root …'`, serve},
+		{[]string{"serve", "--rooot", "."}, `agentmcp serve: unknown flag --rooot (did you mean --root? it goes after the carrier, as in 'agentmcp serve stdio --root …')`, serve},
+		{[]string{"serve", "--frobnicate"}, `agentmcp serve: unknown flag --frobnicate`, serve},
+		{[]string{"conversations", "--state-dir", "/tmp/x", "list"}, `agentmcp conversations: --state-dir goes after the command, as in 'agentmcp conversations list --state-dir …'`, "agentmcp conversations <command> [flags]; commands: list, show, clear"},
+		{[]string{"serve", "htpt"}, `agentmcp serve: unknown carrier "htpt" (did you mean "http"?)`, serve},
+		// An unknown or misspelt flag: one line, the nearest flag, not the flag list.
+		{[]string{"serve", "stdio", "--rooot", "x"}, `agentmcp serve stdio: unknown flag --rooot (did you mean --root?)`, stdio},
+		{[]string{"serve", "stdio", "-rooot", "x"}, `agentmcp serve stdio: unknown flag --rooot (did you mean --root?)`, stdio},
+		{[]string{"serve", "http", "--tokenfile", "x"}, `agentmcp serve http: unknown flag --tokenfile (did you mean --token-file?)`, http},
+		{[]string{"serve", "http", "--prot", "1"}, `agentmcp serve http: unknown flag --prot (did you mean --port?)`, http},
+		{[]string{"serve", "stdio", "--frobnicate"}, `agentmcp serve stdio: unknown flag --frobnicate`, stdio},
+		// --host on serve http: loopback is fixed; serve remote is for other addresses.
+		{[]string{"serve", "http", "--host", "0.0.0.0"}, `agentmcp serve http: --host: serve http listens on 127.0.0.1 only, on --port N; to serve other addresses, use 'agentmcp serve remote --listen IP:PORT' behind a TLS proxy`, http},
+		{[]string{"serve", "http", "--listen=0.0.0.0:80"}, `agentmcp serve http: --listen: serve http listens on 127.0.0.1 only, on --port N; to serve other addresses, use 'agentmcp serve remote --listen IP:PORT' behind a TLS proxy`, http},
+		{[]string{"serve", "stdio", "extra"}, `agentmcp serve stdio: unexpected argument "extra"`, stdio},
+		// Bad values say what the flag takes.
+		{[]string{"serve", "stdio", "--ask-client=maybe"}, `agentmcp serve stdio: invalid value "maybe" for --ask-client: want true or false`, stdio},
+		{[]string{"serve", "http", "--port"}, `agentmcp serve http: flag --port needs a value`, http},
+		{[]string{"serve", "http", "--port", "abc"}, `agentmcp serve http: invalid value "abc" for --port: a port is a whole number from 0 to 65535 (0 picks a free one)`, http},
+		{[]string{"serve", "http", "--port", "65536"}, `agentmcp serve http: invalid value "65536" for --port: a port is a whole number from 0 to 65535 (0 picks a free one)`, http},
+		{[]string{"serve", "stdio", "--log-level", "loud"}, `agentmcp serve stdio: invalid value "loud" for --log-level: the levels are debug, info, warn and error`, stdio},
+		{[]string{"serve", "stdio", "--log-format", "xml"}, `agentmcp serve stdio: invalid value "xml" for --log-format: the formats are text and json`, stdio},
+		{[]string{"serve", "stdio", "--metrics-listen", ":9464x"}, `agentmcp serve stdio: invalid value ":9464x" for --metrics-listen: want a literal IP:PORT with a port, such as 127.0.0.1:9464`, stdio},
+		{[]string{"serve", "remote"}, `agentmcp serve remote: --public-url is required`, remote},
+		{[]string{"serve", "stdio", "--submit-name", "my tool"}, `agentmcp serve stdio: --submit-name "my tool": the name must match ^[A-Za-z0-9._-]{1,128}$`, stdio},
+		{[]string{"serve", "stdio", "--model", ""}, `agentmcp serve stdio: --model needs a model NAME (leave --model out to serve without the agent)`, stdio},
+		// The agent's flags: the value first, then what it needs.
+		{[]string{"serve", "stdio", "--max-turns", "-1"}, `agentmcp serve stdio: invalid value "-1" for --max-turns: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-turns", "0"}, `agentmcp serve stdio: invalid value "0" for --max-turns: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--max-turns", "many"}, `agentmcp serve stdio: invalid value "many" for --max-turns: want a whole number`, stdio},
+		{[]string{"serve", "stdio", "--max-turns", "2"}, `agentmcp serve stdio: --max-turns needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--approval-timeout", "31m"}, `agentmcp serve stdio: invalid value "31m" for --approval-timeout: must be at most 30m`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--approval-timeout", "0s"}, `agentmcp serve stdio: invalid value "0s" for --approval-timeout: must be more than 0`, stdio},
+		{[]string{"serve", "stdio", "--approval-timeout", "soon"}, `agentmcp serve stdio: invalid value "soon" for --approval-timeout: want a duration such as 90s, 5m or 1h`, stdio},
+		{[]string{"serve", "stdio", "--approval-timeout", "1s"}, `agentmcp serve stdio: --approval-timeout needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--model-url", "http://127.0.0.1:11434/v1"}, `agentmcp serve stdio: --model-url needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --state-dir needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"}, `agentmcp serve stdio: --model-url: the base URL must not carry credentials: the key goes in OPENAI_API_KEY`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--model-url", "ftp://127.0.0.1/v1"}, `agentmcp serve stdio: --model-url: the base URL must be an absolute http or https URL, such as http://127.0.0.1:11434/v1`, stdio},
+		// The conversation store's flags.
+		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --ephemeral and --state-dir exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--history-bytes", "100"}, `agentmcp serve stdio: invalid value "100" for --history-bytes: must be at least 1024`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-conversations", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-conversations-per-principal", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations-per-principal: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-store-bytes", "-5"}, `agentmcp serve stdio: invalid value "-5" for --max-store-bytes: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-conversation-age", "-1h"}, `agentmcp serve stdio: invalid value "-1h" for --max-conversation-age: must be more than 0`, stdio},
+		// The conversations command's flags.
+		{[]string{"conversations", "list", "--limit", "-1"}, `agentmcp conversations list: invalid value "-1" for --limit: must be at least 0`, "agentmcp conversations list [flags]"},
+		{[]string{"conversations", "show", "--conversation", "a b"}, `agentmcp conversations show: invalid value "a b" for --conversation: ` + domain.ConversationNameRule, "agentmcp conversations show [flags]"},
+		{[]string{"conversations", "clear", "--conversation", "x/y"}, `agentmcp conversations clear: invalid value "x/y" for --conversation: ` + domain.ConversationNameRule, "agentmcp conversations clear [flags]"},
+		// run_command's flags.
+		{[]string{"serve", "stdio", "--no-sandbox"}, `agentmcp serve stdio: --no-sandbox needs --allow-commands: it configures run_command, which --allow-commands turns on`, stdio},
+		// A bool flag given false, or a flag given the empty string, is not given.
+		{[]string{"serve", "stdio", "--allow-commands=false", "--no-sandbox"}, `agentmcp serve stdio: --no-sandbox needs --allow-commands: it configures run_command, which --allow-commands turns on`, stdio},
 		// The task flags (docs/SPEC.md §14): zero, negative, below the wire's millisecond, out of order, not a value.
-		{[]string{"serve", "stdio", "--task-ttl", "0s"}, `agentmcp serve stdio: --task-ttl must be at least 1ms, got 0s`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "http", "--task-ttl", "-1h"}, `agentmcp serve http: --task-ttl must be at least 1ms, got -1h0m0s`, "agentmcp serve http [flags]"},
-		{[]string{"serve", "stdio", "--task-ttl", "soon"}, `agentmcp serve stdio: invalid value "soon" for flag --task-ttl: parse error`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "--task-poll-interval", "500us"}, `agentmcp serve stdio: --task-poll-interval must be at least 1ms, got 500µs`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "--task-ttl", "2s"}, `agentmcp serve stdio: --task-poll-interval (2s) must be shorter than --task-ttl (2s): a client polling at that pace could find a finished task already forgotten`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: --max-tasks-per-client must be at least 1, got 0`, "agentmcp serve unix --socket PATH [flags]"},
-		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: --max-tasks-per-client must be at least 1, got -3`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a", "--max-tasks", "0"}, `agentmcp serve remote: --max-tasks must be at least 1, got 0`, "agentmcp serve remote --public-url URL --issuer URL --scope S..."},
-		{[]string{"serve", "stdio", "--max-tasks", "0"}, `agentmcp serve stdio: --max-tasks must be at least 1, got 0`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for flag --max-tasks: parse error`, "agentmcp serve stdio [flags]"},
-		{[]string{"serve", "http", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file PATH: the file that keeps the token`, "agentmcp serve http [flags]"},
+		{[]string{"serve", "stdio", "--task-ttl", "0s"}, `agentmcp serve stdio: invalid value "0s" for --task-ttl: must be at least 1ms`, stdio},
+		{[]string{"serve", "http", "--task-ttl", "-1h"}, `agentmcp serve http: invalid value "-1h" for --task-ttl: must be at least 1ms`, http},
+		{[]string{"serve", "stdio", "--task-ttl", "soon"}, `agentmcp serve stdio: invalid value "soon" for --task-ttl: want a duration such as 90s, 5m or 1h`, stdio},
+		{[]string{"serve", "stdio", "--task-poll-interval", "500us"}, `agentmcp serve stdio: invalid value "500us" for --task-poll-interval: must be at least 1ms`, stdio},
+		{[]string{"serve", "stdio", "--task-ttl", "2s"}, `agentmcp serve stdio: --task-poll-interval (2s) must be shorter than --task-ttl (2s): a client polling at that pace could find a finished task already forgotten`, stdio},
+		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: invalid value "-3" for --max-tasks-per-client: must be at least 1`, stdio},
+		{append(remoteArgs, "--max-tasks", "0"), `agentmcp serve remote: invalid value "0" for --max-tasks: must be at least 1`, remote},
+		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for --max-tasks: want a whole number`, stdio},
+		// serve http's token flags.
+		{[]string{"serve", "http", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
+		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
+		{[]string{"serve", "http", "--token-file", "", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
+		{[]string{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=false", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
 		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
+		// serve remote's identity and admission, checked before anything is opened.
+		{[]string{"serve", "remote", "--public-url", "http://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},
+			`agentmcp serve remote: --public-url: must be an absolute https URL in canonical form (the scheme is not https (in lower case))`, remote},
+		{[]string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "http://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},
+			`agentmcp serve remote: issuer must be an absolute https URL with a host and no user info, query or fragment`, remote},
+		{[]string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "a b", "--allowed-subject", "a"},
+			`agentmcp serve remote: required scope "a b" is not an RFC 6749 scope token`, remote},
+		{append(remoteArgs, "--trusted-proxy", "nginx"), `agentmcp serve remote: --trusted-proxy: must be a literal IP address (got "nginx")`, remote},
+		{append(remoteArgs, "--listen", "localhost:8080"), `agentmcp serve remote: --listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080`, remote},
 		{[]string{"version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"--version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre"`, "agentmcp help [COMMAND...]"},
 		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx"`, "agentmcp help [COMMAND...]"},
+		{[]string{"conversations", "list", "--rot", "x"}, `agentmcp conversations list: unknown flag --rot (did you mean --root?)`, "agentmcp conversations list [flags]"},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, tt.args...)
 		if code != 2 || stdout != "" {
 			t.Errorf("%q: exit %d, stdout %q; want 2 and nothing", tt.args, code, stdout)
 		}
-		first, rest, _ := strings.Cut(stderr, "\n")
-		if first != tt.line {
-			t.Errorf("%q: first stderr line %q, want %q", tt.args, first, tt.line)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if len(lines) > 4 {
+			t.Errorf("%q: %d lines on stderr, want at most 4:\n%s", tt.args, len(lines), stderr)
 		}
-		if !strings.HasPrefix(rest, "Usage:\n  "+tt.usage+"\n") {
-			t.Errorf("%q: the usage does not follow the error line:\n%s", tt.args, stderr)
+		if lines[0] != tt.line {
+			t.Errorf("%q: first stderr line\n%s\nwant\n%s", tt.args, lines[0], tt.line)
 		}
-		// One error line: the usage never repeats it, nor adds one.
-		for _, l := range strings.Split(rest, "\n") {
-			if strings.HasPrefix(l, "agentmcp") {
-				t.Errorf("%q: a second error line %q in:\n%s", tt.args, l, stderr)
+		if len(lines) < 3 || lines[1] != "Usage: "+tt.usage {
+			t.Errorf("%q: the usage line does not follow the error line:\n%s", tt.args, stderr)
+		}
+		path := strings.TrimSuffix(tt.line[:strings.Index(tt.line, ": ")], " ")
+		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Run '"+path+" --help' for ") {
+			t.Errorf("%q: the last line %q does not point at %s --help", tt.args, last, path)
+		}
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "agentmcp") || strings.Contains(l, "level=") {
+				t.Errorf("%q: a second error line or a log line %q in:\n%s", tt.args, l, stderr)
 			}
-		}
-		if !strings.Contains(rest, "\nRun 'agentmcp help") {
-			t.Errorf("%q: the usage does not point at the help:\n%s", tt.args, stderr)
 		}
 	}
 }

@@ -43,6 +43,22 @@ unless it was started with --ephemeral.`,
 	},
 }
 
+// conversationName is --conversation: a name that follows
+// [domain.CheckConversationName], checked as the command line is parsed
+// (a usage error, flagcheck.go); "" is every conversation, as leaving the
+// flag out.
+type conversationName string
+
+func (n *conversationName) String() string { return string(*n) }
+
+func (n *conversationName) Set(s string) error {
+	if err := domain.CheckConversationName("--conversation", s); s != "" && err != nil {
+		return errors.New(domain.ConversationNameRule)
+	}
+	*n = conversationName(s)
+	return nil
+}
+
 // selection is which stored conversations a "conversations" command reads.
 type selection struct {
 	root      string // a root's real path; "": every root
@@ -73,27 +89,15 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 			rootFlag := flags.String("root", rootDefault, rootUsage)
 			principalFlag := flags.String("principal", "", "only the conversations of the principal `P` as list shows it "+
 				"(local, or remote: and the start of its hash)")
-			var nameFlag *string
-			var limitFlag *int
+			var name conversationName
+			limit := new(int)
 			if extra == leafConversation {
-				nameFlag = flags.String("conversation", "", "only the conversation `NAME` (default: every one of the root)")
+				flags.Var(&name, "conversation", "only the conversation `NAME` (default: every one of the root)")
 			} else {
-				limitFlag = flags.Int("limit", 0, "at most `N` conversations, the most recently updated (default: every one)")
+				limit = intFlag(flags, "limit", 0, 0, "at most `N` conversations, the most recently updated (default: every one)")
 			}
 			return func(ctx context.Context, inv *invocation) int {
-				sel := selection{principal: *principalFlag}
-				if limitFlag != nil {
-					if *limitFlag < 0 {
-						return inv.usageError("--limit must not be negative")
-					}
-					sel.limit = *limitFlag
-				}
-				if nameFlag != nil && *nameFlag != "" {
-					if err := domain.CheckConversationName("--conversation", *nameFlag); err != nil {
-						return inv.usageError("%v", err)
-					}
-					sel.name = *nameFlag
-				}
+				sel := selection{principal: *principalFlag, name: string(name), limit: *limit}
 				if *rootFlag != "" {
 					r, err := realRoot(*rootFlag)
 					if err != nil {
@@ -162,8 +166,8 @@ func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel se
 		return nil
 	}
 	for _, c := range list {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d turns\t%d bytes\t%s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name,
-			c.Turns, c.Bytes, c.Updated.UTC().Format(time.RFC3339), forkedFrom(c))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d bytes\t%s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name,
+			count(c.Turns, "turn"), c.Bytes, c.Updated.UTC().Format(time.RFC3339), forkedFrom(c))
 	}
 	return nil
 }
@@ -198,7 +202,7 @@ func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel se
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# %s (%s) %s, %d turns, last %s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name, c.Turns,
+		fmt.Fprintf(w, "# %s (%s) %s, %s, last %s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name, count(c.Turns, "turn"),
 			c.Updated.UTC().Format(time.RFC3339), strings.ReplaceAll(forkedFrom(c), "\t", ", "))
 		turns, err := s.Load(ctx, c.Ref)
 		if err != nil {
@@ -254,6 +258,14 @@ func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel s
 			return err
 		}
 	}
-	fmt.Fprintf(w, "forgot %d conversations of %s\n", len(list), sel.root)
+	fmt.Fprintf(w, "forgot %s of %s\n", count(len(list), "conversation"), sel.root)
 	return nil
+}
+
+// count is n and noun, in the plural unless n is 1: "1 turn", "2 turns".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -50,10 +50,10 @@ func TestConversationsCommandNames(t *testing.T) {
 
 	_, out, _ := runCLI(t, "conversations", "list", "--state-dir", state)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], realB+"\tlocal\tdefault\t1 turns\t100 bytes\t") ||
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], realB+"\tlocal\tdefault\t1 turn\t100 bytes\t") ||
 		!strings.HasPrefix(lines[1], realA+"\t"+alice.Principal[:len("remote:")+12]+"\tdefault\t") ||
 		!strings.HasPrefix(lines[2], realA+"\tlocal\ttry\t2 turns\t200 bytes\t") || !strings.HasSuffix(lines[2], "\tforked from default") ||
-		!strings.HasPrefix(lines[3], realA+"\tlocal\tfix-1\t1 turns\t") || !strings.HasPrefix(lines[4], realA+"\tlocal\tdefault\t") {
+		!strings.HasPrefix(lines[3], realA+"\tlocal\tfix-1\t1 turn\t") || !strings.HasPrefix(lines[4], realA+"\tlocal\tdefault\t") {
 		t.Errorf("list:\n%s", out)
 	}
 	for _, c := range []struct {
@@ -74,7 +74,7 @@ func TestConversationsCommandNames(t *testing.T) {
 	}
 
 	code, out, _ := runCLI(t, "conversations", "show", "--state-dir", state, "--root", rootA, "--conversation", "fix-1")
-	want := fmt.Sprintf("# %s (local) fix-1, 1 turns, last ", realA)
+	want := fmt.Sprintf("# %s (local) fix-1, 1 turn, last ", realA)
 	if code != 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, "\n## turn 1\n[user] fix it\n[assistant] ok: fix it\n[changed a.go +1 -1]\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n") ||
 		strings.Contains(out, "first") {
 		t.Errorf("show --conversation fix-1: exit %d\n%s", code, out)
@@ -85,7 +85,7 @@ func TestConversationsCommandNames(t *testing.T) {
 	}
 
 	code, out, _ = runCLI(t, "conversations", "clear", "--state-dir", state, "--root", rootA, "--conversation", "try")
-	if code != 0 || !strings.Contains(out, "forgot 1 conversations") {
+	if code != 0 || !strings.Contains(out, "forgot 1 conversation of") {
 		t.Errorf("clear --conversation try: exit %d, %q", code, out)
 	}
 	if _, out, _ := runCLI(t, "conversations", "list", "--state-dir", state, "--root", rootA); strings.Contains(out, "\ttry\t") || len(strings.Split(strings.TrimSpace(out), "\n")) != 3 {

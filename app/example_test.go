@@ -261,7 +261,7 @@ func Example_serveMux() {
 
 // The remote host and its access-token verifier, built from one set of
 // values; Start would then bind 127.0.0.1:8080 behind a TLS-terminating
-// proxy at 127.0.0.1 (see the deployment recipe in README.md).
+// proxy at 127.0.0.1 (see the deployment recipe in docs/remote.md).
 func ExampleNewRemote() {
 	eng, err := engine.New(&notes{}, engine.Options{Name: "notes", Version: "1.0.0"})
 	if err != nil {

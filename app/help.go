@@ -13,7 +13,7 @@ import (
 // A command's help (stdout, exit 0) is its usage line, its summary, its
 // about text, its flags and its example; a group's help lists its commands
 // and every command's example. A command's usage (stderr, after a usage
-// error) is its usage line and its flags, or a group's command list, and a
+// error) is its usage line, or a group's with its commands' names, and a
 // pointer to the help.
 
 const (
@@ -58,19 +58,28 @@ func writeHelp(w io.Writer, path string, c *command) {
 	io.WriteString(w, b.String())
 }
 
-// writeUsage writes c's usage, the text that follows a usage error.
+// writeUsage writes c's usage, the lines that follow a usage error: the
+// usage line (a group's with its commands' names) and where the help is.
+// With the error line it fits on one screen: at most four lines, never the
+// flag list (that is the help's).
 func writeUsage(w io.Writer, path string, c *command) {
 	b := &strings.Builder{}
 	if c.subs == nil {
-		writeUsageLine(b, path, c)
-		b.WriteString("\nFlags:\n")
-		writeFlags(b, leafFlags(path, c))
+		line := path
+		if c.synopsis != "" {
+			line += " " + c.synopsis
+		}
+		fmt.Fprintf(b, "Usage: %s\n", line)
+		fmt.Fprintf(b, "Run '%s --help' for its flags.\n", path)
 	} else {
-		writeGroupCommands(b, path, c)
-		writeGroupFlags(b, path, c)
+		var names []string
+		for _, s := range c.subs {
+			names = append(names, s.name)
+		}
+		kinds := c.kind() + "s"
+		fmt.Fprintf(b, "Usage: %s <%s> [flags]; %s: %s\n", path, c.kind(), kinds, strings.Join(names, ", "))
+		fmt.Fprintf(b, "Run '%s --help' for the %s.\n", path, kinds)
 	}
-	rel := strings.TrimPrefix(path, commandLineName(path))
-	fmt.Fprintf(b, "\nRun '%s help%s' for more.\n", commandLineName(path), rel)
 	io.WriteString(w, b.String())
 }
 
@@ -150,7 +159,7 @@ func writeFlags(b *strings.Builder, fs *flag.FlagSet) {
 // row is one entry of a two-column list.
 type row struct{ left, text string }
 
-// flagRows lists fs's flags in lexical order, as the README writes them:
+// flagRows lists fs's flags in lexical order, as the guides write them:
 // "--name ARG", where ARG is the back-quoted word of the flag's usage (see
 // flag.UnquoteUsage; none for a bool flag), and the usage text followed by
 // the default when it is not the zero value (strings quoted).

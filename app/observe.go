@@ -25,8 +25,8 @@ type opsFlags struct {
 }
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
-	o := &opsFlags{logFormat: "text"}
-	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "the least severe `LEVEL` of log records written: debug, info, warn or error")
+	o := &opsFlags{logLevel: slog.LevelInfo, logFormat: "text"}
+	fs.Var(logLevel{&o.logLevel}, "log-level", "the least severe `LEVEL` of log records written: debug, info, warn or error")
 	fs.Var(&o.logFormat, "log-format", "`FORMAT` of the log records on stderr: text (key=value) or json (one object a line)")
 	fs.Var(&o.metricsListen, "metrics-listen", "serve Prometheus metrics at /metrics on this literal `IP:PORT` (a listener of its own, never the MCP port; off by default)")
 	return o
@@ -49,7 +49,7 @@ func (a *listenAddr) String() string {
 func (a *listenAddr) Set(v string) error {
 	ap, err := netip.ParseAddrPort(v)
 	if err != nil || ap.Port() == 0 {
-		return errors.New("must be a literal IP:PORT with a port, such as 127.0.0.1:9464")
+		return errors.New("want a literal IP:PORT with a port, such as 127.0.0.1:9464")
 	}
 	a.ap, a.on = ap, true
 	return nil
@@ -62,7 +62,7 @@ func (f *logFormat) String() string { return string(*f) }
 
 func (f *logFormat) Set(v string) error {
 	if v != "text" && v != "json" {
-		return errors.New("must be text or json")
+		return errors.New("the formats are text and json")
 	}
 	*f = logFormat(v)
 	return nil

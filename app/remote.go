@@ -55,6 +55,16 @@ func NewRemote(eng *engine.Engine, opts httpremote.Options, access RemoteAccess)
 	if opts.Authorization.Verifier != nil {
 		return nil, ErrVerifierGiven
 	}
+	v, err := access.verifier()
+	if err != nil {
+		return nil, err
+	}
+	opts.Authorization.Verifier = v
+	return httpremote.New(eng, opts)
+}
+
+// verifier is the adapters/oauth verifier access describes.
+func (access RemoteAccess) verifier() (*oauth.Verifier, error) {
 	v, err := oauth.NewVerifier(oauth.Config{
 		Issuer:          access.Issuer,
 		Resource:        access.PublicURL,
@@ -67,6 +77,5 @@ func NewRemote(eng *engine.Engine, opts httpremote.Options, access RemoteAccess)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	opts.Authorization.Verifier = v
-	return httpremote.New(eng, opts)
+	return v, nil
 }

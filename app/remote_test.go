@@ -321,6 +321,9 @@ func TestServeRemoteCLI(t *testing.T) {
 	}
 }
 
+// TestServeRemoteUsage: serve remote's bad flags are usage errors (exit
+// 2), its identity and admission included: they are checked before
+// anything is opened.
 func TestServeRemoteUsage(t *testing.T) {
 	base := []string{"serve", "remote", "--public-url", remotePublicURL, "--issuer", "https://issuer.example.test",
 		"--scope", remoteScope, "--allowed-subject", "alice"}
@@ -336,8 +339,8 @@ func TestServeRemoteUsage(t *testing.T) {
 		{"nobody allowed", []string{"serve", "remote", "--public-url", remotePublicURL, "--issuer", "https://i.example", "--scope", "s"}, 2, "--allowed-subject or --allowed-client"},
 		{"listen by name", append(base, "--listen", "localhost:8080"), 2, "--listen"},
 		{"extra argument", append(base, "extra"), 2, "unexpected argument"},
-		{"non-canonical public URL", []string{"serve", "remote", "--public-url", remotePublicURL + "/", "--issuer", "https://i.example", "--scope", "s", "--allowed-subject", "a"}, 1, "canonical"},
-		{"trusted proxy by name", append(base, "--trusted-proxy", "proxy.internal"), 1, "literal IP"},
+		{"non-canonical public URL", []string{"serve", "remote", "--public-url", remotePublicURL + "/", "--issuer", "https://i.example", "--scope", "s", "--allowed-subject", "a"}, 2, "canonical"},
+		{"trusted proxy by name", append(base, "--trusted-proxy", "proxy.internal"), 2, "literal IP"},
 	}
 	for _, tt := range tests {
 		stderr := &syncbuf.Buffer{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -36,7 +37,8 @@ type serveFlags struct {
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
 
-	carrier string // the serve command's name ("stdio", "http", ...), set by check
+	carrier     string        // the serve command's name ("stdio", "http", ...), set by check
+	modelClient *openai.Model // --model's client, made by check; nil without --model
 
 	// run_command (docs/SPEC.md §9 "Commands").
 	allowCommands, noSandbox *bool
@@ -62,10 +64,11 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
 		store:            addStoreFlags(fs),
-		maxTurns: fs.Int("max-turns", agent.DefaultMaxTurns, "at most `N` turns run at once, one per principal's conversation; "+
+		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per principal's conversation; "+
 			"more are refused as busy (needs --model)"),
-		approvalTimeout: fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a turn's permission prompt or question waits for "+
-			"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
+		approvalTimeout: durationFlag(fs, "approval-timeout", agent.DefaultApprovalTimeout, time.Nanosecond, agent.DefaultTurnTimeout,
+			"how long a turn's permission prompt or question waits for "+
+				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
@@ -77,28 +80,62 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	return f
 }
 
-// check finishes the common flags once they are parsed, for the serve
-// command inv runs: a usage error (exit 2, returned with false) for a
-// submission tool name that breaks docs/SPEC.md §2's rule, an empty
-// --model or a task bound or time out of range (taskFlags.check); --root made absolute, so logs and the workspace name the
-// directory actually served.
+// agentFlags configure the agent, which --model turns on: given without
+// it, they are a usage error (serveRules).
+var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
+	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
+
+// serveRules relate the flags every serve command takes (flagcheck.go).
+var serveRules = []flagRule{
+	{flags: agentFlags, needs: "model", why: "it configures the agent, which --model NAME turns on"},
+	{flags: []string{"no-sandbox"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
+	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+}
+
+// check finishes the common flags once they are parsed (their values and
+// serveRules already checked), for the serve command inv runs: a usage
+// error (exit 2, returned with false) for a submission tool name that
+// breaks docs/SPEC.md §2's rule, an empty --model, a model endpoint
+// openai.New refuses (a URL with credentials, not http or https) or task
+// times out of order (taskFlags.check); --root made absolute, so logs and
+// the workspace name the directory actually served.
 func (f *serveFlags) check(inv *invocation) (int, bool) {
 	f.carrier = inv.cmd.name
 	if _, err := f.submitTool().Resolve(); err != nil {
 		return inv.usageError("--submit-name %q: the name must match ^[A-Za-z0-9._-]{1,128}$", *f.submitName), false
 	}
-	modelSet := false
-	inv.fs.Visit(func(fl *flag.Flag) { modelSet = modelSet || fl.Name == "model" })
-	if modelSet && strings.TrimSpace(*f.model) == "" {
-		return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
-	}
 	if msg := f.tasks.check(); msg != "" {
 		return inv.usageError("%s", msg), false
+	}
+	// --model "" is a mistake to name, not the same as leaving --model out.
+	if flagWritten(inv.fs, "model") {
+		if strings.TrimSpace(*f.model) == "" {
+			return inv.usageError("--model needs a model NAME (leave --model out to serve without the agent)"), false
+		}
+		m, err := f.newModel(f.newLogger(inv.stderr))
+		if err != nil {
+			from := "--model-url"
+			if *f.modelURL == "" {
+				from = "$OPENAI_BASE_URL"
+			}
+			return inv.usageError("%s: %s", from, strings.TrimPrefix(err.Error(), "openai: ")), false
+		}
+		f.modelClient = m
 	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
 	}
 	return 0, true
+}
+
+// newModel is the model client --model, --model-url (else
+// $OPENAI_BASE_URL) and $OPENAI_API_KEY name; it makes no request.
+func (f *serveFlags) newModel(logger *slog.Logger) (*openai.Model, error) {
+	baseURL := *f.modelURL
+	if baseURL == "" {
+		baseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	return openai.New(openai.Options{Model: *f.model, BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY"), Logger: logger})
 }
 
 // approvalCarriers are the serve commands whose clients are asked over
@@ -118,8 +155,8 @@ var approvalCarriers = map[string]string{
 func (f *serveFlags) logApprovals(logger *slog.Logger) {
 	switch {
 	case !*f.askClient:
-		logger.Info("approvals off: write_file is refused, for clients and the agent alike; " +
-			"start with --ask-client to let the calling client approve writes")
+		logger.Info("approvals off: write_file and edit_file (and run_command) are refused, for clients and the agent alike; " +
+			"start with --ask-client to let the calling client approve them")
 	case approvalCarriers[f.carrier] == "http":
 		logger.Warn("approvals: only 2026-07-28 clients can approve writes on this carrier (input-required rounds); " +
 			"a 2025-era HTTP client (TypeScript SDK v1, LangChain, mcp-use, Claude Code over HTTP) cannot be asked, " +
@@ -242,19 +279,6 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
-	if *f.model == "" && (*f.modelURL != "" || *f.systemPromptFile != "" || *f.maxTurns != agent.DefaultMaxTurns ||
-		*f.approvalTimeout != agent.DefaultApprovalTimeout || *f.store.stateDir != "" || *f.store.ephemeral) {
-		logger.Error("--model-url, --system-prompt-file, --max-turns, --approval-timeout, --state-dir and --ephemeral configure the agent, which --model turns on: add --model NAME")
-		return nil, false
-	}
-	if *f.maxTurns < 1 {
-		logger.Error("--max-turns must be at least 1")
-		return nil, false
-	}
-	if *f.approvalTimeout <= 0 || *f.approvalTimeout > agent.DefaultTurnTimeout {
-		logger.Error("--approval-timeout must be more than 0 and at most " + agent.DefaultTurnTimeout.String())
-		return nil, false
-	}
 	var systemPrompt string
 	if *f.systemPromptFile != "" {
 		b, err := readSystemPrompt(*f.systemPromptFile)
@@ -277,17 +301,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 		logger.Info("no model configured: " + *f.submitName + " is refused (start with --model NAME and --model-url URL to turn the agent on)")
 		return &servedSession{Session: ws, ws: ws}, true
 	}
-	baseURL := *f.modelURL
-	if baseURL == "" {
-		baseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	key := os.Getenv("OPENAI_API_KEY")
-	model, err := openai.New(openai.Options{Model: *f.model, BaseURL: baseURL, APIKey: key, Logger: logger})
-	if err != nil {
-		ws.Close()
-		logger.Error("cannot use the model endpoint", "err", err)
-		return nil, false
-	}
+	key, model := os.Getenv("OPENAI_API_KEY"), f.modelClient
 	workspaceName := *f.root
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
@@ -333,15 +347,12 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	return &servedSession{Session: a, ws: ws, store: store}, true
 }
 
-// commands configures run_command from --allow-commands and --no-sandbox:
-// nil without --allow-commands; sandboxed with Landlock unless
-// --no-sandbox. Where the kernel offers no Landlock, --allow-commands
+// commands configures run_command from --allow-commands and --no-sandbox
+// (which needs it: serveRules): nil without --allow-commands; sandboxed
+// with Landlock unless --no-sandbox. Where the kernel offers no Landlock, --allow-commands
 // alone fails start-up with one line that says so and names --no-sandbox.
 func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
 	switch {
-	case !*f.allowCommands && *f.noSandbox:
-		logger.Error("--no-sandbox configures run_command, which --allow-commands turns on: add --allow-commands")
-		return nil, false
 	case !*f.allowCommands:
 		return nil, true
 	case *f.noSandbox:
@@ -388,6 +399,26 @@ func readSystemPrompt(path string) (string, error) {
 // within 5 s (docs/SPEC.md §3); the margin only guards against one that
 // would not.
 const stopGrace = engine.StopTimeout + time.Second
+
+// start starts c for a serve command. A Start cut short by ctx (SIGINT or
+// SIGTERM) or by a Stop is a clean exit; any other failure is logged: an
+// address in use as inUse, when given, a line that says what to do (a port
+// in use suggests --port 0, docs/SPEC.md §15). ok is false when Start
+// failed, with the exit code.
+func start(ctx context.Context, c engine.Carrier, logger *slog.Logger, inUse string) (code int, ok bool) {
+	err := c.Start(ctx)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, engine.ErrStopped) || ctx.Err() != nil:
+		return 0, false
+	case inUse != "" && errors.Is(err, syscall.EADDRINUSE):
+		logger.Error(inUse)
+		return 1, false
+	}
+	logger.Error("start failed", "err", err)
+	return 1, false
+}
 
 // stop stops c, logging a Stop that did not finish cleanly.
 func stop(c engine.Carrier, logger *slog.Logger) {

@@ -153,30 +153,28 @@ func TestServeStdioWithoutModel(t *testing.T) {
 	}
 }
 
-// TestServeModelFlagErrors: agent flags without --model, a bad URL or a
-// bad prompt file fail start-up (exit 1) with a log line.
+// TestServeModelFlagErrors: a system prompt file that cannot be used
+// fails start-up (exit 1) with a log line; the agent's flags themselves
+// are usage errors (TestUsageErrors), and none repeats a URL's
+// credentials.
 func TestServeModelFlagErrors(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.txt")
 	os.WriteFile(empty, nil, 0o644)
-	for _, args := range [][]string{
-		{"--model-url", "http://127.0.0.1:11434/v1"},
-		{"--system-prompt-file", empty},
-		{"--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"},
-		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", empty},
-		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", filepath.Join(t.TempDir(), "missing")},
-		{"--max-turns", "2"},
-		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--max-turns", "0"},
-		{"--approval-timeout", "1s"},
-		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--approval-timeout", "0s"},
-		{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--approval-timeout", "31m"},
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", empty}, 1},
+		{[]string{"--model", "m", "--model-url", "http://127.0.0.1/v1", "--system-prompt-file", filepath.Join(t.TempDir(), "missing")}, 1},
+		{[]string{"--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"}, 2},
 	} {
 		var stderr syncbuf.Buffer
-		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, args...), strings.NewReader(""), io.Discard, &stderr)
-		if code != 1 {
-			t.Errorf("%q: exit %d, want 1 (stderr %s)", args, code, stderr.String())
+		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, c.args...), strings.NewReader(""), io.Discard, &stderr)
+		if code != c.code {
+			t.Errorf("%q: exit %d, want %d (stderr %s)", c.args, code, c.code, stderr.String())
 		}
 		if strings.Contains(stderr.String(), "secret") {
-			t.Errorf("%q: the log repeats the URL's credentials: %s", args, stderr.String())
+			t.Errorf("%q: the error repeats the URL's credentials: %s", c.args, stderr.String())
 		}
 	}
 }

@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/engine"
 )
 
 // serveHTTPCommand is "agentmcp serve http [flags]": the reference
@@ -44,9 +42,15 @@ reused. With --persistent-token the token in --token-file is kept across
 restarts (created on the first start, mode 0600), so a client configuration
 holding it keeps working; --rotate-token replaces it.`,
 	example: "agentmcp serve http --root ~/project --port 8931 --token-file ~/.agentmcp-token",
+	rules: []flagRule{
+		{flags: []string{"persistent-token"}, needs: "token-file", why: "the file that keeps the token"},
+		{flags: []string{"rotate-token"}, needs: "persistent-token", why: "it writes a new token into the persistent token's file"},
+	},
+	hints: loopbackHints,
 	setup: func(fs *flag.FlagSet) runFunc {
 		common := addServeFlags(fs)
-		port := fs.Int("port", 0, "TCP port `N` on 127.0.0.1; 0 picks a free one")
+		var port portValue
+		fs.Var(&port, "port", "TCP port `N` on 127.0.0.1; 0 picks a free one")
 		tokenPath := fs.String("token-file", "", "`PATH` of the bearer token's file (mode 0600; a stale one left by a host that no longer runs is reused); "+
 			"default: a new file in $XDG_RUNTIME_DIR or the temporary directory")
 		persistent := fs.Bool("persistent-token", false, "keep the token in --token-file across restarts: created on the first start, "+
@@ -54,21 +58,21 @@ holding it keeps working; --rotate-token replaces it.`,
 		rotate := fs.Bool("rotate-token", false, "write a new token into the --persistent-token file (clients holding the old one must be updated)")
 		noHealth := fs.Bool("no-health", false, "do not serve the health probes GET /healthz and /readyz")
 		return func(ctx context.Context, inv *invocation) int {
-			switch {
-			case *port < 0 || *port > 65535:
-				return inv.usageError("--port must be within 0..65535")
-			case *persistent && *tokenPath == "":
-				return inv.usageError("--persistent-token needs --token-file PATH: the file that keeps the token")
-			case *rotate && !*persistent:
-				return inv.usageError("--rotate-token rotates a persistent token: add --persistent-token and --token-file PATH")
-			}
 			if code, ok := common.check(inv); !ok {
 				return code
 			}
-			return serveHTTP(ctx, inv, common, *port, tokenOptions{path: *tokenPath, persistent: *persistent, rotate: *rotate}, *noHealth)
+			return serveHTTP(ctx, inv, common, int(port), tokenOptions{path: *tokenPath, persistent: *persistent, rotate: *rotate}, *noHealth)
 		}
 	},
 }
+
+// loopbackHints answer the flags people try to bind serve http elsewhere:
+// the loopback host binds 127.0.0.1 only (docs/SPEC.md §5.2).
+var loopbackHints = func() map[string]string {
+	h := "serve http listens on 127.0.0.1 only, on --port N; to serve other addresses, " +
+		"use 'agentmcp serve remote --listen IP:PORT' behind a TLS proxy"
+	return map[string]string{"host": h, "listen": h, "bind": h, "addr": h, "address": h}
+}()
 
 // tokenOptions are serve http's token flags.
 type tokenOptions struct {
@@ -110,12 +114,9 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	inUse := fmt.Sprintf("port %d on 127.0.0.1 is in use: choose another --port, or --port 0 for a free one (the URL is printed on stdout)", port)
+	if code, ok := start(ctx, host, logger, inUse); !ok {
+		return code
 	}
 	ep := host.Endpoint()
 	if tf.token != ep.Token {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +122,7 @@ func TestServeHTTP(t *testing.T) {
 	if status != 400 { // modern without its headers: -32020
 		t.Errorf("modern without headers: %d %s", status, b)
 	}
-	// The README's 2026-07-28 curl example: the three headers mirror the body.
+	// docs/http.md's 2026-07-28 curl example: the three headers mirror the body.
 	for _, c := range []struct{ method, name, body string }{
 		{"server/discover", "", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
 		{"tools/call", "read_file", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
@@ -403,5 +405,21 @@ func TestServeHTTPStartLog(t *testing.T) {
 	}
 	if !strings.Contains(log, "only 2026-07-28 clients can approve writes on this carrier") {
 		t.Errorf("the log does not say which clients can approve:\n%s", log)
+	}
+}
+
+// TestServeHTTPPortInUse: a port another program holds fails start-up
+// (exit 1) with one line that names the port and suggests --port 0
+// (issue 33).
+func TestServeHTTPPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	code, stdout, stderr := runCLI(t, "serve", "http", "--root", t.TempDir(), "--port", port, "--token-file", filepath.Join(t.TempDir(), "token"))
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "port "+port+" on 127.0.0.1 is in use") || !strings.Contains(stderr, "--port 0") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 1 and a line naming the port and --port 0", code, stdout, stderr)
 	}
 }

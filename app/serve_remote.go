@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
-	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/adapters/oauth"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -80,35 +80,22 @@ an approval lets the session write files under DIR.`,
 	},
 }
 
-// remoteFlags are serve remote's flags, as parsed.
+// remoteFlags are serve remote's flags, as parsed, and what check made of
+// them.
 type remoteFlags struct {
 	common                             *serveFlags
 	publicURL, issuer, listen          *string
 	scopes, subjects, clients, proxies stringList
 	noHealth                           *bool
+
+	bind     netip.AddrPort
+	verifier *oauth.Verifier
 }
 
 func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 	common := f.common
-	switch {
-	case *f.publicURL == "":
-		return inv.usageError("--public-url is required")
-	case *f.issuer == "":
-		return inv.usageError("--issuer is required")
-	case len(f.scopes) == 0:
-		return inv.usageError("at least one --scope is required")
-	case len(f.subjects) == 0 && len(f.clients) == 0:
-		return inv.usageError("at least one --allowed-subject or --allowed-client is required: issuer, audience and scope alone would admit anyone the issuer serves")
-	}
-	if code, ok := common.check(inv); !ok {
+	if code, ok := f.check(inv); !ok {
 		return code
-	}
-	bind, err := netip.ParseAddrPort(*f.listen)
-	if err != nil {
-		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080")
-	}
-	if m := common.metricsListen; m.on && m.ap == bind {
-		return inv.usageError("--metrics-listen must be another address than --listen: metrics never share the MCP port")
 	}
 	logger := common.newLogger(inv.stderr)
 	srv, ok := common.open(logger, inv)
@@ -120,32 +107,96 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 	if srv.metrics != nil {
 		audit = append(audit, srv.metrics)
 	}
-	host, err := NewRemote(srv.eng, httpremote.Options{
-		Host: bind.Addr().String(), Port: int(bind.Port()), NoHealth: *f.noHealth,
+	host, err := httpremote.New(srv.eng, httpremote.Options{
+		Host: f.bind.Addr().String(), Port: int(f.bind.Port()), NoHealth: *f.noHealth,
 		Authorization: httpremote.Authorization{
-			TrustedProxies: f.proxies, Audit: audit,
+			Verifier: f.verifier, TrustedProxies: f.proxies, Audit: audit,
 		},
-	}, RemoteAccess{
-		PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,
-		AllowedSubjects: f.subjects, AllowedClients: f.clients,
 	})
 	if err != nil {
 		logger.Error("cannot serve remote", "err", err)
 		return 1
 	}
 
-	if err := host.Start(ctx); err != nil {
-		if errors.Is(err, engine.ErrStopped) || ctx.Err() != nil {
-			return 0
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	inUse := fmt.Sprintf("--listen %s is in use: choose another address, or port 0 (%s) for a free one (the bound address is printed on stdout)",
+		f.bind, netip.AddrPortFrom(f.bind.Addr(), 0))
+	if code, ok := start(ctx, host, logger, inUse); !ok {
+		return code
 	}
 	addr := host.Addr()
 	fmt.Fprintln(inv.stdout, addr.String())
 	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 
 	return srv.run(ctx, host)
+}
+
+// check checks serve remote's flags before anything is opened: the
+// required ones, --listen, and the host's identity and admission as
+// NewRemote would build them (the verifier from --public-url, --issuer,
+// --scope and the allowed principals; the public URL's canonical form and
+// --trusted-proxy through httpremote.NewAdmission, which binds nothing).
+// Each failure is a usage error.
+func (f *remoteFlags) check(inv *invocation) (int, bool) {
+	switch {
+	case *f.publicURL == "":
+		return inv.usageError("--public-url is required"), false
+	case *f.issuer == "":
+		return inv.usageError("--issuer is required"), false
+	case len(f.scopes) == 0:
+		return inv.usageError("at least one --scope is required"), false
+	case len(f.subjects) == 0 && len(f.clients) == 0:
+		return inv.usageError("at least one --allowed-subject or --allowed-client is required: issuer, audience and scope alone would admit anyone the issuer serves"), false
+	}
+	if code, ok := f.common.check(inv); !ok {
+		return code, false
+	}
+	bind, err := netip.ParseAddrPort(*f.listen)
+	if err != nil {
+		return inv.usageError("--listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080"), false
+	}
+	if m := f.common.metricsListen; m.on && m.ap == bind {
+		return inv.usageError("--metrics-listen must be another address than --listen: metrics never share the MCP port"), false
+	}
+	v, err := RemoteAccess{PublicURL: *f.publicURL, Issuer: *f.issuer, Scopes: f.scopes,
+		AllowedSubjects: f.subjects, AllowedClients: f.clients}.verifier()
+	if err == nil {
+		_, err = httpremote.NewAdmission(httpremote.Authorization{Verifier: v, TrustedProxies: f.proxies}, nil)
+	}
+	if err != nil {
+		return inv.usageError("%s", remoteFlagError(err)), false
+	}
+	f.bind, f.verifier = bind, v
+	return 0, true
+}
+
+// remoteFlags' errors name the flag whose value the host refused, in place
+// of its Options field: "--public-url: must be an absolute https URL in
+// canonical form (…)", not "httpremote: PublicURL must be …".
+var remoteFlagErrors = []struct {
+	err  error
+	flag string
+}{
+	{httpremote.ErrPublicURL, "--public-url"},
+	{httpremote.ErrIssuer, "--issuer"},
+	{httpremote.ErrScopes, "--scope"},
+	{httpremote.ErrTrustedProxy, "--trusted-proxy"},
+}
+
+// remoteFlagError is the usage error of an error remoteFlags.check met.
+func remoteFlagError(err error) string {
+	msg := err.Error()
+	for _, fe := range remoteFlagErrors {
+		if errors.Is(err, fe.err) {
+			// The sentinel's text is "httpremote: <Field> must …": keep
+			// from "must" on, and what the wrap added after it.
+			_, rest, ok := strings.Cut(msg, " must ")
+			if !ok {
+				break
+			}
+			return fe.flag + ": must " + rest
+		}
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(msg, "app: "), "oauth: "), "invalid verifier configuration: ")
 }
 
 // auditWriter is the CLI's audit sink: one line per refused request,

@@ -127,17 +127,13 @@ func TestServeStdioAgentTools(t *testing.T) {
 	}
 }
 
-// TestServeCommandFlags: --no-sandbox needs --allow-commands, and
-// --allow-commands alone fails start-up in one line where Landlock is
-// missing, naming --no-sandbox.
+// TestServeCommandFlags: --allow-commands alone fails start-up in one line
+// where Landlock is missing, naming --no-sandbox (--no-sandbox alone is a
+// usage error: TestUsageErrors).
 func TestServeCommandFlags(t *testing.T) {
-	var stderr syncbuf.Buffer
-	if code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--no-sandbox"}, strings.NewReader(""), io.Discard, &stderr); code != 1 {
-		t.Errorf("--no-sandbox alone: exit %d, want 1 (%s)", code, stderr.String())
-	}
 	restore := app.SetLandlockAvailable(func() (int, error) { return 0, fmt.Errorf("Landlock is not available on this kernel") })
 	defer restore()
-	stderr = syncbuf.Buffer{}
+	var stderr syncbuf.Buffer
 	code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands"}, strings.NewReader(""), io.Discard, &stderr)
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "Landlock is not available") || !strings.Contains(lines[0], "--no-sandbox") {
@@ -147,5 +143,52 @@ func TestServeCommandFlags(t *testing.T) {
 	code = app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands", "--no-sandbox"}, strings.NewReader(""), io.Discard, &stderr)
 	if code != 0 || !strings.Contains(stderr.String(), "WITHOUT a sandbox") {
 		t.Errorf("--allow-commands --no-sandbox: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestWriteRefusalSaysWhy: a write nobody approved says why, for the
+// person reading it: declined in the dialog (asking on, the client asked)
+// is the person's refusal and advises nothing; asking off advises
+// --ask-client; asking on with a client that cannot be asked (no form
+// elicitation) says so and does not advise --ask-client again (issue 33).
+func TestWriteRefusalSaysWhy(t *testing.T) {
+	const write = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":"x"}}}`
+	plainInit := strings.Replace(elicitInit, `"capabilities":{"elicitation":{}}`, `"capabilities":{}`, 1)
+	for _, c := range []struct {
+		name      string
+		args      []string
+		init      string
+		want, not string
+	}{
+		{"declined", []string{"--ask-client"}, elicitInit, "The person declined it", "--ask-client"},
+		{"asking off", nil, elicitInit, "--ask-client", "declined"},
+		{"client cannot be asked", []string{"--ask-client"}, plainInit, "this client cannot be asked", "--ask-client"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := serveStdio(t, append([]string{"--root", t.TempDir()}, c.args...)...)
+			r.roundTrip(t, c.init)
+			if _, err := io.WriteString(r.in, write+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			var answer string
+			for answer == "" && r.out.Scan() {
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if err := json.Unmarshal(r.out.Bytes(), &m); err != nil {
+					t.Fatalf("server wrote %s: %v", r.out.Text(), err)
+				}
+				switch {
+				case m.Method == "elicitation/create":
+					fmt.Fprintf(r.in, `{"jsonrpc":"2.0","id":%s,"result":{"action":"decline"}}`+"\n", m.ID)
+				case string(m.ID) == "2":
+					answer = r.out.Text()
+				}
+			}
+			if !strings.Contains(answer, "Permission denied") || !strings.Contains(answer, c.want) || strings.Contains(answer, c.not) {
+				t.Errorf("write_file refusal %s; want it to say %q and not %q", answer, c.want, c.not)
+			}
+		})
 	}
 }

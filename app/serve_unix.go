@@ -55,12 +55,8 @@ func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path st
 		logger.Error("cannot serve unix", "err", err)
 		return 1
 	}
-	if err := s.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			return 0
-		}
-		logger.Error("start failed", "err", err)
-		return 1
+	if code, ok := start(ctx, s, logger, ""); !ok {
+		return code
 	}
 	fmt.Fprintln(inv.stdout, path)
 	logger.Info("serving MCP on a Unix socket", "socket", path, "root", *common.root)

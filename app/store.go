@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -45,15 +44,15 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 		stateDir: addStateDirFlag(fs),
 		ephemeral: fs.Bool("ephemeral", false, "keep the agent's conversations in memory only: nothing is read from or written to "+
 			"--state-dir, and they end with the process"),
-		historyBytes: fs.Int("history-bytes", agent.DefaultHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
+		historyBytes: intFlag(fs, "history-bytes", agent.DefaultHistoryBytes, minHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
 			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
-		maxConversations: fs.Int("max-conversations", defaultMaxConversations, "keep at most `N` conversations in the store; "+
+		maxConversations: intFlag(fs, "max-conversations", defaultMaxConversations, 1, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
-		maxPerPrincipal: fs.Int("max-conversations-per-principal", agent.DefaultMaxPerPrincipal, "a principal holds at most `N` "+
+		maxPerPrincipal: intFlag(fs, "max-conversations-per-principal", agent.DefaultMaxPerPrincipal, 1, "a principal holds at most `N` "+
 			"conversations of the workspace; a submission that would start one more is refused"),
-		maxStoreBytes: fs.Int64("max-store-bytes", defaultMaxStoreBytes, "keep at most `N` bytes of conversations in the store; "+
+		maxStoreBytes: intFlag(fs, "max-store-bytes", int64(defaultMaxStoreBytes), 1, "keep at most `N` bytes of conversations in the store; "+
 			"the least recently used are dropped first"),
-		maxAge: fs.Duration("max-conversation-age", defaultMaxAge, "forget a conversation not continued for `DURATION` "+
+		maxAge: durationFlag(fs, "max-conversation-age", defaultMaxAge, time.Nanosecond, 0, "forget a conversation not continued for `DURATION` "+
 			"(2160h: 90 days)"),
 	}
 }
@@ -94,26 +93,12 @@ type openedStore struct {
 	close func() error
 }
 
-// open opens the store the flags name: in memory with --ephemeral, else
-// the SQLite file in the state directory. Its error is one line that says
-// what to do.
+// open opens the store the flags name (their values and relations already
+// checked: addStoreFlags, serveRules): in memory with --ephemeral, else the
+// SQLite file in the state directory. Its error is one line that says what
+// to do.
 func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
-	switch {
-	case *f.historyBytes < minHistoryBytes:
-		return nil, fmt.Errorf("--history-bytes must be at least %d: a turn cut to fit keeps its prompt, its response and notes saying what was cut", minHistoryBytes)
-	case *f.maxConversations <= 0:
-		return nil, errors.New("--max-conversations must be positive")
-	case *f.maxPerPrincipal <= 0:
-		return nil, errors.New("--max-conversations-per-principal must be positive")
-	case *f.maxStoreBytes <= 0:
-		return nil, errors.New("--max-store-bytes must be positive")
-	case *f.maxAge <= 0:
-		return nil, errors.New("--max-conversation-age must be positive")
-	}
 	if *f.ephemeral {
-		if *f.stateDir != "" {
-			return nil, errors.New("--ephemeral keeps nothing in --state-dir: use one or the other")
-		}
 		logger.Info("conversations are kept in memory only (--ephemeral)")
 		s := memstore.New(memstore.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
 		return &openedStore{ConversationStore: s, close: func() error { return nil }}, nil

@@ -18,34 +18,26 @@ type taskFlags struct {
 
 func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 	return &taskFlags{
-		ttl: fs.Duration("task-ttl", engine.DefaultTaskTTL, "keep a finished task, for tasks/get, for `DURATION` (its ttlMs; at least 1ms)"),
-		pollInterval: fs.Duration("task-poll-interval", engine.DefaultTaskPollInterval, "the pause between two polls of a task "+
+		ttl: durationFlag(fs, "task-ttl", engine.DefaultTaskTTL, time.Millisecond, 0, "keep a finished task, for tasks/get, for `DURATION` (its ttlMs; at least 1ms)"),
+		pollInterval: durationFlag(fs, "task-poll-interval", engine.DefaultTaskPollInterval, time.Millisecond, 0, "the pause between two polls of a task "+
 			"its clients are told to keep (its pollIntervalMs), a `DURATION` of at least 1ms, shorter than --task-ttl"),
-		maxPerClient: fs.Int("max-tasks-per-client", engine.DefaultTasksPerPrincipal, "at most `N` tasks run at once for one client "+
+		maxPerClient: intFlag(fs, "max-tasks-per-client", engine.DefaultTasksPerPrincipal, 1, "at most `N` tasks run at once for one client "+
 			"(over HTTP its principal, on a stream its connection); a call beyond is a tool error"),
-		maxHeld: fs.Int("max-tasks", engine.DefaultMaxTasks, "at most `N` tasks held in all, running or finished and kept; "+
+		maxHeld: intFlag(fs, "max-tasks", engine.DefaultMaxTasks, 1, "at most `N` tasks held in all, running or finished and kept; "+
 			"at the bound a finished task of the client holding the most is forgotten early, "+
 			"and with every held task running a call beyond is a tool error"),
 	}
 }
 
-// check returns what is wrong with the flags' values, for a usage error,
-// or "". Durations go on the wire in whole milliseconds, so one under 1ms
-// would read 0; a poll interval not shorter than the TTL would tell a
-// client to come back after its finished task is forgotten.
+// check returns what is wrong with the flags' values together, for a usage
+// error, or "" (each value is checked as it is parsed: durations go on the
+// wire in whole milliseconds, so one under 1ms would read 0). A poll
+// interval not shorter than the TTL would tell a client to come back after
+// its finished task is forgotten.
 func (f *taskFlags) check() string {
-	switch {
-	case *f.ttl < time.Millisecond:
-		return "--task-ttl must be at least 1ms, got " + f.ttl.String()
-	case *f.pollInterval < time.Millisecond:
-		return "--task-poll-interval must be at least 1ms, got " + f.pollInterval.String()
-	case *f.pollInterval >= *f.ttl:
+	if *f.pollInterval >= *f.ttl {
 		return fmt.Sprintf("--task-poll-interval (%v) must be shorter than --task-ttl (%v): "+
 			"a client polling at that pace could find a finished task already forgotten", *f.pollInterval, *f.ttl)
-	case *f.maxPerClient < 1:
-		return fmt.Sprintf("--max-tasks-per-client must be at least 1, got %d", *f.maxPerClient)
-	case *f.maxHeld < 1:
-		return fmt.Sprintf("--max-tasks must be at least 1, got %d", *f.maxHeld)
 	}
 	return ""
 }

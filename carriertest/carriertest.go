@@ -19,10 +19,13 @@
 //     carrier still serves and stops.
 //   - StopBeforeStart: Stop before Start returns nil, again too; a later
 //     Start fails with [engine.ErrStopped] and Wait returns nil.
+//   - StopDuringStart: a Stop while Start validates the catalog (the
+//     session's RuntimeTools blocks until its ctx ends) returns nil; that
+//     Start fails with [engine.ErrStopped] and Wait returns nil.
 //   - StopRepeated: three concurrent Stops of a started carrier return nil,
 //     and Wait returns nil.
-//   - WaitUntilStop: Wait does not return while the carrier serves; it
-//     returns nil after Stop.
+//   - WaitUntilStop: Wait, called before Start, does not return while the
+//     carrier serves; it returns nil after Stop.
 //   - BadBytes: bytes that are not JSON-RPC (binary, an unterminated
 //     object) are answered or dropped, and a ping after them is answered:
 //     bad input never ends the carrier.
@@ -48,6 +51,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
@@ -278,6 +282,22 @@ var checks = []struct {
 			t.Errorf("Wait after a Stop before Start: %v, want nil", err)
 		}
 	}},
+	{"StopDuringStart", func(t testing.TB, k Kit) {
+		s := &blockingCatalog{Session: fake.New(), entered: make(chan struct{}, 1)}
+		c, _ := newCarrier(t, k, s)
+		started := make(chan error, 1)
+		go func() { started <- c.Start(ctxFor(t, k)) }()
+		waitFor(t, k, s.entered, "Start validating the catalog")
+		if err := c.Stop(ctxFor(t, k)); err != nil {
+			t.Errorf("Stop during Start: %v, want nil", err)
+		}
+		if err := waitFor(t, k, started, "Start after a Stop during it"); !errors.Is(err, engine.ErrStopped) {
+			t.Errorf("Start after a Stop during it: %v, want an error wrapping engine.ErrStopped", err)
+		}
+		if err := waitFor(t, k, waitCh(c), "Wait after a Stop during Start"); err != nil {
+			t.Errorf("Wait after a Stop during Start: %v, want nil", err)
+		}
+	}},
 	{"StopRepeated", func(t testing.TB, k Kit) {
 		c := started(t, k, fake.New())
 		errs := make(chan error, 3)
@@ -297,8 +317,11 @@ var checks = []struct {
 		}
 	}},
 	{"WaitUntilStop", func(t testing.TB, k Kit) {
-		c := started(t, k, fake.New())
-		waited := waitCh(c)
+		c, _ := newCarrier(t, k, fake.New())
+		waited := waitCh(c) // before Start: it blocks like any other time
+		if err := c.Start(ctxFor(t, k)); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
 		pingAnswered(t, k, c) // serving, so Wait must not have returned
 		select {
 		case err := <-waited:
@@ -345,6 +368,22 @@ var checks = []struct {
 			t.Errorf("Wait after Stop with a call in flight: %v, want nil", err)
 		}
 	}},
+}
+
+// blockingCatalog is a session whose RuntimeTools, the catalog a Start
+// validates, blocks until its ctx ends; entered reports each call.
+type blockingCatalog struct {
+	*fake.Session
+	entered chan struct{}
+}
+
+func (b *blockingCatalog) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // client is one dialled connection whose messages are read as they come

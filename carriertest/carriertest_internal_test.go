@@ -76,6 +76,7 @@ type flaws struct {
 	badStop  bool // Stop before Start fails
 	idleStop bool // Stop returns nil and stops nothing
 	endOnBad bool // a line that is not JSON ends the session
+	waitNow  bool // Wait returns nil at once
 }
 
 // flawed is a stdio carrier with the given flaws.
@@ -93,6 +94,13 @@ func (f *flawed) Start(ctx context.Context) error {
 	}
 	f.started = true
 	return f.Transport.Start(ctx)
+}
+
+func (f *flawed) Wait() error {
+	if f.waitNow {
+		return nil
+	}
+	return f.Transport.Wait()
 }
 
 func (f *flawed) Stop(ctx context.Context) error {
@@ -168,7 +176,9 @@ func TestChecksFail(t *testing.T) {
 		{"StartOnce", flaws{restart: true}, "ErrAlreadyStarted"},
 		{"StopBeforeStart", flaws{badStop: true}, "Stop #1 before Start"},
 		{"StopRepeated", flaws{idleStop: true}, "Wait after Stop: nothing within"},
+		{"StopDuringStart", flaws{idleStop: true}, "Start after a Stop during it"},
 		{"WaitUntilStop", flaws{idleStop: true}, "Wait after Stop: nothing within"},
+		{"WaitUntilStop", flaws{waitNow: true}, "while the carrier was serving"},
 		{"StopInFlight", flaws{idleStop: true}, "Wait after Stop: nothing within"},
 		{"BadBytes", flaws{endOnBad: true}, "ping 9"},
 	} {

@@ -237,15 +237,15 @@ if grep -q '198\.51\.100\.' "$err"; then
 fi
 echo "no token and no client address in agentmcp's output or nginx's logs"
 
-step "the README recipe is the template this test ran"
-snippet="$repo/README.md"
+step "the guide's recipe is the template this test ran"
+snippet="$repo/docs/remote.md"
 "$node22" -e '
 const fs = require("fs");
 const [snippet, template] = process.argv.slice(1).map((f) => fs.readFileSync(f, "utf8"));
 if (!snippet.includes(template.trimEnd())) {
-  console.error("README.md does not contain nginx-server.conf.template verbatim");
+  console.error("docs/remote.md does not contain nginx-server.conf.template verbatim");
   process.exit(1);
 }' "$snippet" "$here/nginx-server.conf.template"
-echo "README.md holds nginx-server.conf.template verbatim"
+echo "docs/remote.md holds nginx-server.conf.template verbatim"
 
 step "all end-to-end checks passed in $((SECONDS - t0)) s"

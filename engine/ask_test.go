@@ -523,3 +523,68 @@ func tamper(token string) string {
 	}
 	return string(c) + token[1:]
 }
+
+// askingSession records where each write's prompts go (ports.AskingOf).
+type askingSession struct {
+	*fake.Session
+	seen chan ports.Asking
+}
+
+func (s *askingSession) InvokeTool(ctx context.Context, name string, args json.RawMessage, caller ports.Caller) (domain.Envelope, error) {
+	if name == "write" {
+		s.seen <- ports.AskingOf(caller)
+	}
+	return s.Session.InvokeTool(ctx, name, args, caller)
+}
+
+// TestCallersSayWhereTheyAsk: every Caller the engine hands a session says
+// where its prompts go, so a refusal can tell a person's decline from a
+// prompt nobody could see (issue 33): the client when it can be asked
+// (form elicitation on a stream, rounds for a modern request), nobody
+// because AskClient is off, or nobody because this client cannot be
+// asked (no form elicitation, a legacy client over HTTP).
+func TestCallersSayWhereTheyAsk(t *testing.T) {
+	legacyHTTP := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{"text":"x"}}}`
+	for _, c := range []struct {
+		name      string
+		askClient bool
+		send      func(*engine.Engine, *client)
+		want      ports.Asking
+	}{
+		{"modern, elicitation", true, func(_ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingClient},
+		{"modern, no elicitation", true, func(_ *engine.Engine, c *client) {
+			c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + modernNoElicit + `,"name":"write","arguments":{"text":"x"}}}`)
+		}, ports.AskingUnable},
+		{"modern, asking off", false, func(_ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingOff},
+		{"legacy stream, elicitation", true, func(e *engine.Engine, _ *client) {
+			legacyClient(t, e, "2025-11-25", `{"elicitation":{}}`).send(legacyWrite)
+		}, ports.AskingClient},
+		{"legacy stream, no elicitation", true, func(e *engine.Engine, _ *client) {
+			legacyClient(t, e, "2025-11-25", `{}`).send(legacyWrite)
+		}, ports.AskingUnable},
+		{"legacy stream, asking off", false, func(e *engine.Engine, _ *client) {
+			legacyClient(t, e, "2025-11-25", `{"elicitation":{}}`).send(legacyWrite)
+		}, ports.AskingOff},
+		{"legacy over HTTP", true, func(e *engine.Engine, _ *client) {
+			go e.Exchange(t.Context(), []byte(legacyHTTP), engine.ExchangeOptions{})
+		}, ports.AskingUnable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &askingSession{Session: fake.New(), seen: make(chan ports.Asking, 1)}
+			e, err := engine.New(s, engine.Options{AskClient: c.askClient})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { shutdown(t, e) })
+			c.send(e, newClient(t, e))
+			select {
+			case got := <-s.seen:
+				if got != c.want {
+					t.Errorf("AskingOf = %v, want %v", got, c.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the write never reached the session")
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ type callCaller struct {
 	notify func(msg []byte)
 	who    ports.Principal
 	elicit elicitFunc // nil: prompts settle closed
+	askOn  bool       // asking the client is on (AskClient): without elicit, this client cannot be asked
 	meta   []byte     // the _meta of its notifications; nil: none (a 2025-11-25 task's: the related task)
 	// tasks: the request declared the tasks extension and its call may
 	// become a task (parkedCall.startTask); set by the rounds' callers.
@@ -41,9 +42,9 @@ var _ ports.Caller = (*callCaller)(nil)
 
 // newCallCaller returns the Caller of in's call, held in in itself: a
 // request has at most one (a plain call's or a parked call's waiter).
-func newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
+func (e *Engine) newCallCaller(in *inbound, p *peer, elicit elicitFunc) *callCaller {
 	c := &in.caller
-	c.notify, c.who, c.elicit = p.notify, p.principal, elicit
+	c.notify, c.who, c.elicit, c.askOn = p.notify, p.principal, elicit, e.rounds != nil
 	if tok, ok := in.metaValue(metaProgressToken); ok && p.notify != nil && validProgressToken(tok) {
 		c.token = tok
 	}
@@ -72,6 +73,21 @@ func (c *callCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer 
 }
 
 func (c *callCaller) Principal() ports.Principal { return c.who }
+
+// Asking reports where the call's prompts go (ports.AskingOf).
+func (c *callCaller) Asking() ports.Asking { return asking(c.elicit != nil, c.askOn) }
+
+// asking is where prompts go: to the client when it can be asked, else
+// nowhere, because asking is off or because this client cannot be asked.
+func asking(canAsk, askOn bool) ports.Asking {
+	switch {
+	case canAsk:
+		return ports.AskingClient
+	case askOn:
+		return ports.AskingUnable
+	}
+	return ports.AskingOff
+}
 
 func (c *callCaller) isDone() bool {
 	c.mu.Lock()
@@ -186,6 +202,9 @@ type withinSubmission struct {
 func (w withinSubmission) StartTask(ctx context.Context) bool {
 	return ports.StartTask(ctx, w.Caller)
 }
+
+// Asking forwards to the submission's Caller.
+func (w withinSubmission) Asking() ports.Asking { return ports.AskingOf(w.Caller) }
 
 func (w withinSubmission) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
 	p.Within = w.submitName

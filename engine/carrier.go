@@ -10,7 +10,9 @@ import (
 // (docs/SPEC.md §5 "Carriers"): stdio.Transport, unixsocket.Server,
 // httploopback.Host and httpremote.Host, and any carrier written on
 // [Engine.ServeConn] or [Engine.Exchange]. A carrier is built once with
-// its engine, binds nothing until Start, and serves once.
+// its engine, binds nothing until Start, and serves once. [Lifecycle]
+// implements the contract once: every carrier here keeps one and supplies
+// only how it binds and serves (its [ServeFunc]).
 //
 // Each method has one meaning, the same for every carrier:
 //
@@ -27,9 +29,10 @@ import (
 //     flight with cause [ErrShuttingDown] (where the carrier can still
 //     write, a tools/call answers "server is shutting down"), and returns
 //     once every goroutine the carrier started has ended. It is bounded by
-//     the carrier's stop timeout (5 s; past it, an error wrapping
-//     [ErrStopTimeout]) and by ctx (ctx's error); the carrier keeps
-//     stopping in either case. Stop is safe to repeat, to call
+//     the carrier's stop timeout (an HTTP host's 5 s; past it, an error
+//     wrapping [ErrStopTimeout]) or a stream carrier's drain (5 s per
+//     stream), and by ctx (ctx's error); the carrier keeps stopping in
+//     either case. Stop is safe to repeat, to call
 //     concurrently, and before Start (a later Start fails with
 //     [ErrStopped]).
 //   - Wait blocks until the carrier has ended — by Stop, a failed Start,

@@ -347,13 +347,23 @@ func (c *conn) startup(ctx context.Context, frames <-chan frame) ([]frame, error
 	}
 }
 
+// lineLimitMessage says what an oversize line exceeded, naming the limit:
+// "message exceeds the line limit of 4194304 bytes (4 MiB)".
+func lineLimitMessage(limit int) string {
+	msg := "message exceeds the line limit of " + strconv.Itoa(limit) + " bytes"
+	if limit >= 1<<20 && limit%(1<<20) == 0 {
+		msg += " (" + strconv.Itoa(limit>>20) + " MiB)"
+	}
+	return msg
+}
+
 // frame serves one line: blank lines are ignored; an oversize line is
 // -32600 and invalid JSON -32700, both with no id (docs/SPEC.md §4).
 func (c *conn) frame(f frame) {
 	line := f.line
 	switch {
 	case f.oversize:
-		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("message exceeds the line limit")))
+		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest(lineLimitMessage(c.opts.MaxLineBytes))))
 		return
 	case jsonrpc.FirstByte(line) == 0:
 		return

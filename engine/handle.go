@@ -594,7 +594,7 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 			return r
 		}
 	}
-	caller := newCallCaller(in, p, elicit)
+	caller := e.newCallCaller(in, p, elicit)
 	defer caller.finish()
 	return e.callResult(in, e.runToolIn(ctx, cat, caller, name, args))
 }

@@ -326,6 +326,15 @@ func (r roundCaller) Progress(ctx context.Context, progress, total float64, mess
 
 func (r roundCaller) StartTask(context.Context) bool { return r.pc.startTask() }
 
+// Asking reports where the call's prompts go: the task's input requests
+// once it became one, else rounds when the request can take them.
+func (r roundCaller) Asking() ports.Asking {
+	if t := r.pc.tasked(); t != nil {
+		return t.asking()
+	}
+	return asking(r.pc.rounds, r.pc.e.rounds != nil)
+}
+
 func (r roundCaller) Principal() ports.Principal { return r.pc.who }
 
 // roundsOn reports whether a modern request may be answered with rounds:
@@ -341,7 +350,7 @@ func (e *Engine) roundsOn(in *inbound) bool {
 // settle closed until the session turns it into a task, and the request
 // answers its result or the CreateTaskResult.
 func (e *Engine) callInRequest(ctx context.Context, p *peer, in *inbound, name string, args []byte) reply {
-	waiter := newCallCaller(in, p, nil)
+	waiter := e.newCallCaller(in, p, nil)
 	waiter.tasks = true
 	defer waiter.finish()
 	bind := domain.RoundBinding{Principal: p.carrier.binding(), Tool: name}
@@ -369,7 +378,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if rerr != nil {
 		return answerErr(in.id, rerr)
 	}
-	waiter := newCallCaller(in, p, nil)
+	waiter := e.newCallCaller(in, p, nil)
 	waiter.tasks = taskable && declaresTasks(in.clientCaps())
 	defer waiter.finish()
 	raw, resuming := in.param("requestState")

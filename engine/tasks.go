@@ -254,6 +254,7 @@ type task struct {
 	stop  context.CancelCauseFunc
 	who   ports.Principal
 	ask   bool // prompts reach the client (AskClient on); else they settle closed
+	askOn bool // AskClient is on (ask may still be false: a client that cannot be asked)
 	wait  time.Duration
 	// elicit, when set, takes the prompts instead (a 2025-11-25 task on a
 	// stream that can answer forms: elicitation/create tagged with the task).
@@ -544,6 +545,13 @@ func (c taskCaller) Progress(ctx context.Context, progress, total float64, messa
 
 func (c taskCaller) Principal() ports.Principal { return c.t.who }
 
+// Asking reports where the task's prompts go (ports.AskingOf).
+func (c taskCaller) Asking() ports.Asking { return c.t.asking() }
+
+// asking is where the task's prompts go: its input requests (or a
+// 2025-11-25 stream's elicitation), or nowhere.
+func (t *task) asking() ports.Asking { return asking(t.elicit != nil || t.ask, t.askOn) }
+
 // StartTask reports true: the call is a task already.
 func (c taskCaller) StartTask(context.Context) bool { return true }
 
@@ -609,7 +617,7 @@ func (e *Engine) taskCreated(in *inbound, t *task) reply {
 // legacyTask.attach gives a 2025-11-25 task its elicitation instead.
 func (e *Engine) newTask(bind string, who ports.Principal, ctx context.Context, stop context.CancelCauseFunc) *task {
 	return &task{bind: bind, store: e.tasks, ctx: ctx, stop: stop, who: who,
-		ask: e.rounds != nil, wait: e.roundLifetime, settled: make(chan struct{})}
+		ask: e.rounds != nil, askOn: e.rounds != nil, wait: e.roundLifetime, settled: make(chan struct{})}
 }
 
 // startTask stores a task for the call and starts it, and returns the

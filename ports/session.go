@@ -106,6 +106,35 @@ type Caller interface {
 	Principal() Principal
 }
 
+// Asking says where a Caller's prompts go (docs/SPEC.md §6), so that a
+// session's refusal can say why nobody approved: the person declined, or
+// nobody could be asked, and then what would let it through.
+type Asking int
+
+const (
+	// AskingUnknown: the Caller does not say (it has no Asking method).
+	AskingUnknown Asking = iota
+	// AskingClient: prompts go to the calling client, where a person
+	// answers them; a Deny is that person's (or no answer in time).
+	AskingClient
+	// AskingOff: prompts settle closed because asking the client is off
+	// (engine.Options.AskClient false: agentmcp without --ask-client).
+	AskingOff
+	// AskingUnable: asking is on, but this client cannot be asked: it
+	// declared no form elicitation, or it is a 2025-era client over HTTP.
+	AskingUnable
+)
+
+// AskingOf reports where caller's prompts go: what its Asking method
+// returns, or AskingUnknown when it has none. The engine's Callers have
+// one; a Caller that wraps another forwards it.
+func AskingOf(caller Caller) Asking {
+	if a, ok := caller.(interface{ Asking() Asking }); ok {
+		return a.Asking()
+	}
+	return AskingUnknown
+}
+
 // ClosedCaller is the Caller used when the client cannot be asked: it denies,
 // cancels, and drops progress.
 type ClosedCaller struct{}

@@ -4,8 +4,10 @@
 #   1. installs the npm packages of the TypeScript SDK client (interop/ts)
 #      with npm ci, only when package-lock.json or Node changed since the
 #      last install;
-#   2. go test -race ./... in the root module (app/cmd/agentmcp's test runs
-#      Debian's prometheus against the binary);
+#   2. go test -race ./... in the root module (app/cmd/agentmcp's tests run
+#      Debian's prometheus against the binary, and the docs test: README.md
+#      and docs/*.md checked against the binary, their runnable blocks run
+#      with curl and socat);
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
@@ -24,7 +26,8 @@
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
-# the metrics test, npm, and the Debian packages e2e/run.sh needs, with
+# the metrics test, curl and socat for the docs test, npm, and the Debian
+# packages e2e/run.sh needs, with
 # apt-get when run as root (otherwise it stops with one line naming the
 # package); Node 22 from npm into
 # scripts/node when the machine's node is missing or older than 20 (Debian
@@ -49,6 +52,8 @@ tools() {
 	command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
 	need_cmd gcc gcc libc6-dev # go test -race needs cgo
 	need_cmd prometheus prometheus # app/cmd/agentmcp's metrics test scrapes the binary with it
+	need_cmd curl curl   # the docs test runs the guides' runnable blocks (docs/http.md, docs/operating.md)
+	need_cmd socat socat # and docs/http.md's Unix-socket client
 	need_node
 	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }

@@ -375,7 +375,7 @@ func TestOversizeLineMemory(t *testing.T) {
 		sendErr <- err
 	}()
 	for _, want := range []string{
-		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: message exceeds the line limit"}}`,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: message exceeds the line limit of 4194304 bytes (4 MiB)"}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{}}`,
 	} {
 		select {

@@ -16,6 +16,9 @@ type toolCaller struct {
 	tool string
 }
 
+// Asking forwards to the turn's Caller (ports.AskingOf).
+func (c toolCaller) Asking() ports.Asking { return ports.AskingOf(c.Caller) }
+
 func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
 	if message == "" {
 		message = "working"

@@ -316,3 +316,30 @@ func TestOllamaShapesInATurn(t *testing.T) {
 		t.Errorf("the turn's token usage is not logged:\n%s", log)
 	}
 }
+
+// TestBusyRefusalOneTurn: with MaxTurns 1 the busy refusal speaks of one
+// turn in the singular ("1 turn is running", issue 33).
+func TestBusyRefusalOneTurn(t *testing.T) {
+	arrived := make(chan string, 1)
+	release := make(chan struct{})
+	r := newRig(t, rigOptions{agent: agent.Options{MaxTurns: 1},
+		answer: func(req *chatscript.Request) chatscript.Reply {
+			return chatscript.Reply{Text: "noted", Mid: func(ctx context.Context) {
+				arrived <- req.LastUser()
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}}
+		}})
+	alice := r.submit(t.Context(), "first of alice", as("alice"))
+	await(t, arrived, "alice's request")
+	_, err := r.session.Submit(t.Context(), ports.Submission{Prompt: "first of bob"}, as("bob"))
+	if msg := clientMessage(err); !errorsIsRefused(err) || !strings.Contains(msg, "session is busy: 1 turn is running, the most it runs at once") {
+		t.Errorf("bob's turn beyond MaxTurns 1: %q, want a busy refusal naming 1 turn in the singular", msg)
+	}
+	close(release)
+	if got := await(t, alice, "alice's turn"); got.err != nil {
+		t.Errorf("alice's turn: %v", got.err)
+	}
+}

@@ -95,8 +95,12 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 		return nil, errors.New("agent: an inner session and a model are required")
 	}
 	opts = opts.withDefaults()
+	busy := fmt.Sprintf("%d turns are running", opts.MaxTurns)
+	if opts.MaxTurns == 1 {
+		busy = "1 turn is running"
+	}
 	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger,
-		errFull: ports.Refused(fmt.Sprintf("session is busy: %d turns are running, the most it runs at once; retry when one finishes", opts.MaxTurns)),
+		errFull: ports.Refused("session is busy: " + busy + ", the most it runs at once; retry when one finishes"),
 		running: map[convKey]*running{}}, nil
 }
 

@@ -219,9 +219,9 @@ func (h *Host) String() string { return "httploopback.Host" }
 // it returns once the port is bound (connections are accepted from then
 // on), and [Host.Endpoint] is then the URL and token. It fails with an error
 // wrapping [engine.ErrAlreadyStarted] (a second Start) or
-// [engine.ErrStopped] (Stop came first, or won against this Start: then
-// nothing was bound), the catalog's error, ctx's error, or the listen error
-// (port in use). A failed Start ends the host.
+// [engine.ErrStopped] (Stop came first, or before this Start returned:
+// then nothing stays bound), the catalog's error, ctx's error, or the
+// listen error (port in use). A failed Start ends the host.
 func (h *Host) Start(ctx context.Context) error {
 	if err := h.srv.Start(ctx); err != nil {
 		return err
@@ -249,7 +249,7 @@ func (h *Host) Endpoint() Endpoint {
 // when that takes longer than 5 s (a session ignoring cancellation) or
 // ctx's error when ctx ends first; the host keeps shutting down in either
 // case. A Stop during a pending Start makes that Start fail with
-// [engine.ErrStopped] without binding the port. Stop is safe to repeat, to
+// [engine.ErrStopped] and leaves the port unbound. Stop is safe to repeat, to
 // call concurrently and before Start; after it returns nil, Wait returns at
 // once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }

@@ -90,39 +90,6 @@ func TestTokenAndEndpoint(t *testing.T) {
 	}
 }
 
-func TestLifecycle(t *testing.T) {
-	h, err := httploopback.New(newEngine(t, fake.New(), engine.Options{}), httploopback.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = h.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := h.Endpoint()
-	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
-		t.Errorf("second Start: %v", err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- h.Wait() }()
-	if err := h.Stop(t.Context()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if err := <-waited; err != nil {
-		t.Errorf("Wait: %v", err)
-	}
-	if err := h.Stop(t.Context()); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
-	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop: %v", err)
-	}
-	if c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(ep.URL, "http://"), "/mcp")); err == nil {
-		c.Close()
-		t.Error("still listening after Stop")
-	}
-}
-
 // freePort returns a port that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -163,45 +130,6 @@ func TestStartPortInUse(t *testing.T) {
 	}
 	if err := h.Stop(t.Context()); err != nil {
 		t.Errorf("Stop: %v", err)
-	}
-}
-
-// blockingCatalog's RuntimeTools blocks until its context ends.
-type blockingCatalog struct {
-	*fake.Session
-	entered chan struct{}
-}
-
-func (b *blockingCatalog) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
-	close(b.entered)
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-// TestStopWinsAgainstPendingStart: Stop during the start-up catalog check
-// makes Start fail, and the port is never bound.
-func TestStopWinsAgainstPendingStart(t *testing.T) {
-	port := freePort(t)
-	s := &blockingCatalog{Session: fake.New(), entered: make(chan struct{})}
-	h, err := httploopback.New(newEngine(t, s, engine.Options{}), httploopback.Options{Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan error, 1)
-	go func() {
-		err := h.Start(context.Background())
-		started <- err
-	}()
-	<-s.entered
-	if err := h.Stop(t.Context()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if err := <-started; !errors.Is(err, engine.ErrStopped) {
-		t.Fatalf("Start: %v, want ErrStopped", err)
-	}
-	refusesConnections(t, port)
-	if err := h.Wait(); err != nil {
-		t.Errorf("Wait: %v", err)
 	}
 }
 

@@ -220,9 +220,9 @@ func (h *Host) String() string { return "httpremote.Host(" + h.door.res.publicUR
 // start-up before any port is bound), then listens on Host:Port and serves;
 // it returns once connections are accepted, and [Host.Addr] is then the
 // bound address. It fails with an error wrapping [engine.ErrAlreadyStarted]
-// (a second Start) or [engine.ErrStopped] (Stop came first, or won against
-// this Start: then nothing was bound), the catalog's error, ctx's error, or
-// the listen error (address in use). A failed Start ends the host.
+// (a second Start) or [engine.ErrStopped] (Stop came first, or before this
+// Start returned: then nothing stays bound), the catalog's error, ctx's
+// error, or the listen error (address in use). A failed Start ends the host.
 func (h *Host) Start(ctx context.Context) error {
 	if err := h.srv.Start(ctx); err != nil {
 		return err
@@ -250,7 +250,7 @@ func (h *Host) Addr() netip.AddrPort { return h.srv.Addr() }
 // when that takes longer than 5 s (a session ignoring cancellation) or
 // ctx's error when ctx ends first; the host keeps shutting down in either
 // case. A Stop during a pending Start makes that Start fail with
-// [engine.ErrStopped] without binding. Stop is safe to repeat, to call
+// [engine.ErrStopped] and leaves nothing bound. Stop is safe to repeat, to call
 // concurrently and before Start; after it returns nil, Wait returns at
 // once.
 func (h *Host) Stop(ctx context.Context) error { return h.srv.Stop(ctx) }

@@ -1,14 +1,11 @@
 package httpremote_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 
@@ -123,93 +120,6 @@ func setURL(o *httpremote.Options, u string) {
 func TestNewNeedsAnEngine(t *testing.T) {
 	if _, err := httpremote.New(nil, validOptions()); err == nil {
 		t.Error("New without an engine succeeded")
-	}
-}
-
-func TestLifecycle(t *testing.T) {
-	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), validOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = h.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := h.Addr()
-	if !addr.Addr().IsLoopback() || addr.Port() == 0 {
-		t.Errorf("Start = %v, want 127.0.0.1:<port>", addr)
-	}
-	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
-		t.Errorf("second Start: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), guard)
-	defer cancel()
-	if err := h.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Stop(ctx); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
-	if err := h.Wait(); err != nil {
-		t.Errorf("Wait: %v", err)
-	}
-	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop: %v", err)
-	}
-	if c, err := net.DialTimeout("tcp", addr.String(), guard); err == nil {
-		c.Close()
-		t.Error("a stopped host accepts connections")
-	}
-}
-
-func TestStopBeforeStart(t *testing.T) {
-	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), validOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Stop(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop: %v", err)
-	}
-	if err := h.Wait(); err != nil {
-		t.Errorf("Wait: %v", err)
-	}
-}
-
-// TestStartPortInUse: an address that cannot be bound fails Start (without
-// hanging); Wait then returns that failure and Stop has nothing to do.
-func TestStartPortInUse(t *testing.T) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	o := validOptions()
-	o.Port = l.Addr().(*net.TCPAddr).Port
-	h, err := httpremote.New(newEngine(t, fake.New(), engine.Options{}), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan error, 1)
-	go func() {
-		err := h.Start(t.Context())
-		started <- err
-	}()
-	select {
-	case err = <-started:
-	case <-time.After(guard):
-		t.Fatal("Start on a bound port did not return")
-	}
-	if err == nil {
-		t.Fatal("Start on a bound port succeeded")
-	}
-	if werr := h.Wait(); werr == nil || werr.Error() != err.Error() {
-		t.Errorf("Wait: %v, want %v", werr, err)
-	}
-	if err := h.Stop(t.Context()); err != nil {
-		t.Errorf("Stop: %v", err)
 	}
 }
 

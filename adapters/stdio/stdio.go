@@ -2,8 +2,8 @@
 // JSON-RPC on a pair of streams, normally the process's own stdin and stdout
 // (docs/SPEC.md §5.1; MCP "Transports: stdio").
 //
-// It is a lifecycle around [engine.Engine.ServeConn], which does the
-// framing (a bounded line reader, frames kept during start-up, the
+// It is an [engine.Lifecycle] around [engine.Engine.ServeConn], which does
+// the framing (a bounded line reader, frames kept during start-up, the
 // drain-then-stop order at the end of input). Nothing but MCP messages is
 // ever written to stdout; logs go to the engine's Logger.
 //
@@ -16,10 +16,8 @@ package stdio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
@@ -47,14 +45,7 @@ type Options struct {
 type Transport struct {
 	eng  *engine.Engine
 	opts Options
-
-	mu       sync.Mutex
-	started  bool
-	stopped  bool               // Stop was called
-	cancel   context.CancelFunc // ends serving; set by Start
-	startErr error              // ctx's error when it cut start-up short
-	done     chan struct{}      // closed when serving has ended
-	err      error              // why; set before done closes
+	life *engine.Lifecycle
 }
 
 var _ engine.Carrier = (*Transport)(nil)
@@ -70,7 +61,11 @@ func New(eng *engine.Engine, opts Options) (*Transport, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	return &Transport{eng: eng, opts: opts, done: make(chan struct{})}, nil
+	t := &Transport{eng: eng, opts: opts}
+	// Stop is bounded by the drain (ServeConn's DrainTimeout), not by a
+	// timer of its own.
+	t.life = engine.NewLifecycle("stdio", t.serve, 0)
+	return t, nil
 }
 
 // Start validates the session's catalog and returns once the server can
@@ -80,99 +75,34 @@ func New(eng *engine.Engine, opts Options) (*Transport, error) {
 // (stdin ended before anything arrived), [engine.ErrStopped] (Stop),
 // [engine.ErrStartTimeout] (15 s) or ctx's error (ctx bounds start-up
 // only). A failed Start ends the Transport.
-func (t *Transport) Start(ctx context.Context) error {
-	t.mu.Lock()
-	switch {
-	case t.stopped:
-		t.mu.Unlock()
-		return errStopped
-	case t.started:
-		t.mu.Unlock()
-		return errAlreadyStarted
-	}
-	t.started = true
-	serve, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
-	t.mu.Unlock()
+func (t *Transport) Start(ctx context.Context) error { return t.life.Start(ctx) }
 
-	ready := make(chan struct{})
-	served := make(chan error, 1)
+// serve is the whole stream: ServeConn validates the catalog while it keeps
+// the frames that arrive, calls ready, and serves until stdin ends or ctx
+// (Stop) does.
+func (t *Transport) serve(ctx context.Context, ready func()) error {
 	opts := engine.ConnOptions{
 		MaxLineBytes: t.opts.MaxLineBytes,
 		MaxInFlight:  t.opts.MaxInFlight,
 		StartTimeout: t.opts.StartTimeout,
 		DrainTimeout: t.opts.DrainTimeout,
-		Ready:        func() { close(ready) },
+		Ready:        ready,
 	}
 	if c, ok := t.opts.Stdin.(io.Closer); ok && t.opts.Stdin != os.Stdin {
 		opts.Close = c.Close // Stop ends the reader too; os.Stdin ends with the process
 	}
-	go func() {
-		err := t.eng.ServeConn(serve, t.opts.Stdin, t.opts.Stdout, opts)
-		if err != nil && !errors.Is(err, engine.ErrInputClosed) {
-			t.eng.Logger().Error("stdio: serving failed", "err", err)
-		}
-		served <- err
-		t.end(err)
-	}()
-	select {
-	case <-ready:
-		return nil
-	case err := <-served:
-		select {
-		case <-ready:
-			// It started and has already ended (its input closed at
-			// once): that is a start; Wait says how serving ended. Both
-			// cases can be ready when this select runs, and it picks
-			// either.
-			return nil
-		default:
-		}
-		if err == nil {
-			return errStopped // Stop ended start-up
-		}
-		return err
-	case <-ctx.Done():
-		t.mu.Lock()
-		t.startErr = ctx.Err()
-		t.mu.Unlock()
-		cancel()
-		<-t.done
-		return ctx.Err()
+	err := t.eng.ServeConn(ctx, t.opts.Stdin, t.opts.Stdout, opts)
+	if err != nil && !errors.Is(err, engine.ErrInputClosed) {
+		t.eng.Logger().Error("stdio: serving failed", "err", err)
 	}
-}
-
-// The shared lifecycle errors, as this carrier reports them.
-var (
-	errAlreadyStarted = fmt.Errorf("stdio: %w", engine.ErrAlreadyStarted)
-	errStopped        = fmt.Errorf("stdio: %w", engine.ErrStopped)
-)
-
-// end records why serving ended and releases Wait; a stop or a clean end of
-// input is nil, a start-up cut short by its ctx is ctx's error.
-func (t *Transport) end(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.startErr != nil:
-		err = t.startErr
-	case errors.Is(err, engine.ErrInputClosed):
-		err = nil
-	}
-	t.err = err
-	close(t.done)
+	return err
 }
 
 // Wait blocks until the Transport has ended: nil when the client closed
 // stdin or Stop was called, Start's error when start-up failed otherwise,
 // the carrier failure when serving failed (a broken stdout, a failed read).
 // Before Start it blocks until Start fails or Stop is called.
-func (t *Transport) Wait() error {
-	<-t.done
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
-}
+func (t *Transport) Wait() error { return t.life.Wait() }
 
 // Stop cancels a pending Start (which then fails with
 // [engine.ErrStopped]) or ends serving: calls in flight are cancelled (a
@@ -182,25 +112,4 @@ func (t *Transport) Wait() error {
 // than os.Stdin, so the reader ends too. Stop is safe to repeat, to call
 // concurrently, and before Start (a later Start fails with
 // [engine.ErrStopped]).
-func (t *Transport) Stop(ctx context.Context) error {
-	t.mu.Lock()
-	if !t.started && !t.stopped {
-		t.stopped = true // a later Start fails
-		t.mu.Unlock()
-		close(t.done)
-		return nil
-	}
-	t.stopped = true
-	cancel := t.cancel
-	t.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-t.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (t *Transport) Stop(ctx context.Context) error { return t.life.Stop(ctx) }

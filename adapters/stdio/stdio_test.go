@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,49 +71,12 @@ func (p *pipes) recv(t *testing.T) map[string]any {
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-func TestLifecycleErrors(t *testing.T) {
-	ctx := context.Background()
+// The lifecycle is carriertest's (carriertest_test.go); stdio's own are
+// below: frames kept during start-up, stdin ending then, the 15 s bound.
+
+func TestNewNeedsAnEngine(t *testing.T) {
 	if _, err := stdio.New(nil, stdio.Options{}); err == nil {
 		t.Error("New without an engine succeeded")
-	}
-	p := newTransport(t, fake.New(), stdio.Options{})
-	waited := make(chan error, 1)
-	go func() { waited <- p.tr.Wait() }() // before Start: blocks like any other time
-	if err := p.tr.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait called before Start returned %v while serving", err)
-	default:
-	}
-	if err := p.tr.Start(ctx); !errors.Is(err, engine.ErrAlreadyStarted) {
-		t.Errorf("second Start = %v, want ErrAlreadyStarted", err)
-	}
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			if err := p.tr.Stop(ctx); err != nil {
-				t.Errorf("concurrent Stop = %v", err)
-			}
-		})
-	}
-	wg.Wait()
-	if err := <-waited; err != nil {
-		t.Errorf("Wait after Stop = %v, want nil", err)
-	}
-	if err := p.tr.Start(ctx); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped (a Transport serves once)", err)
-	}
-	stopped := newTransport(t, fake.New(), stdio.Options{})
-	if err := stopped.tr.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := stopped.tr.Start(ctx); !errors.Is(err, engine.ErrStopped) || err.Error() != "stdio: stopped" {
-		t.Errorf("Start after a Stop before Start = %v, want ErrStopped as stdio's", err)
-	}
-	if err := stopped.tr.Wait(); err != nil {
-		t.Errorf("Wait after a Stop before Start = %v, want nil", err)
 	}
 }
 
@@ -176,23 +138,6 @@ func TestInputClosedDuringStartup(t *testing.T) {
 	p.in.Close()
 	if err := <-started; !errors.Is(err, engine.ErrInputClosed) {
 		t.Errorf("Start = %v, want ErrInputClosed", err)
-	}
-}
-
-func TestStopWinsAgainstStart(t *testing.T) {
-	g := newGate()
-	p := newTransport(t, g, stdio.Options{})
-	started := make(chan error, 1)
-	go func() { started <- p.tr.Start(context.Background()) }()
-	<-g.entered
-	if err := p.tr.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-started; !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start = %v, want ErrStopped", err)
-	}
-	if err := p.tr.Wait(); err != nil {
-		t.Errorf("Wait = %v, want nil after Stop", err)
 	}
 }
 

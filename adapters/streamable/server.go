@@ -46,15 +46,15 @@ type ServerOptions struct {
 	Engine *engine.Engine
 	// Listen binds the listening socket (a TCP listener: the bound address
 	// is reported as a netip.AddrPort). Start calls it at most once, after
-	// the catalog is valid, with the Server's lock held so that a
-	// concurrent Stop either comes first (Listen is not called) or finds
-	// the listener. Its error fails Start, wrapped with Name.
+	// the catalog is valid and unless Stop has begun (a listener bound
+	// while Stop begins is closed before Stop returns). Its error fails
+	// Start, wrapped with Name.
 	Listen func() (net.Listener, error)
 	// Admit returns what serves every request: the host's admission in
 	// front of its [Handler]. It is given the address Listen bound (an
 	// admission that checks Host or Origin needs the port chosen for port
-	// 0). Start calls it once, with the lock held, before serving: it must
-	// not call the Server's methods.
+	// 0). Start calls it once, before serving: it must not call the
+	// Server's methods.
 	Admit func(bound netip.AddrPort) http.Handler
 	// Conns caps the open connections (see [netcap.NewListener]); the
 	// server reports its connections' states to the listener, so idle ones
@@ -95,15 +95,6 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
-type state int
-
-const (
-	idle state = iota
-	starting
-	started
-	stopped
-)
-
 // Server serves an engine over Streamable HTTP (HTTP/1.1 only) for one
 // host, once. It is an [engine.Carrier]: [Server.Start] validates the
 // catalog and listens, [Server.Addr] is the address bound, [Server.Stop]
@@ -116,27 +107,11 @@ const (
 type Server struct {
 	opts   ServerOptions
 	logger *slog.Logger
+	life   *engine.Lifecycle
+	conns  sync.WaitGroup // open connections, from StateNew to StateClosed
 
-	// base is every request's parent context; Stop cancels it with cause
-	// engine.ErrShuttingDown, which cancels the calls in flight.
-	base       context.Context
-	cancelBase context.CancelCauseFunc
-	// stopSignal ends when Stop is first called; it cancels a pending
-	// Start's catalog validation.
-	stopSignal context.Context
-	signalStop context.CancelFunc
-	stopOnce   sync.Once
-
-	conns     sync.WaitGroup // open connections, from StateNew to StateClosed
-	serveDone chan struct{}  // closed when http.Server.Serve has returned
-
-	mu    sync.Mutex // guards state, srv, bound, err
-	state state
-	srv   *http.Server
-	bound netip.AddrPort // what Listen bound; set by a successful Start
-	err   error          // what Wait returns; set before done closes
-	done  chan struct{}  // closed once the server has stopped (or failed to start)
-	once  sync.Once      // closes done
+	mu    sync.Mutex
+	bound netip.AddrPort // what Listen bound; set before Start returns
 }
 
 // NewServer returns a Server for opts; it binds nothing. It fails when
@@ -163,18 +138,9 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if logger == nil {
 		logger = opts.Engine.Logger()
 	}
-	base, cancelBase := context.WithCancelCause(opts.Engine.BaseContext(context.Background()))
-	stopSignal, signalStop := context.WithCancel(context.Background())
-	return &Server{
-		opts:       opts,
-		logger:     logger,
-		base:       base,
-		cancelBase: cancelBase,
-		stopSignal: stopSignal,
-		signalStop: signalStop,
-		serveDone:  make(chan struct{}),
-		done:       make(chan struct{}),
-	}, nil
+	s := &Server{opts: opts, logger: logger}
+	s.life = engine.NewLifecycle(opts.Name, s.serve, opts.StopTimeout)
+	return s, nil
 }
 
 // orDefault sets *v to def when it is zero or less.
@@ -207,45 +173,13 @@ func (s *Server) NewHandler(opts Options) (*Handler, error) {
 // start-up before anything is bound), then listens and serves; it returns
 // once connections are accepted ([Server.Addr] is then the bound address).
 // It fails with an error wrapping [engine.ErrAlreadyStarted] (a second
-// Start) or [engine.ErrStopped] (Stop came first, or won against this
-// Start: then Listen was not called), the catalog's error, ctx's error (ctx
-// bounds the validation only), or the listen error (address in use). A
+// Start) or [engine.ErrStopped] (Stop came first, or before this Start
+// returned: Listen is not called once Stop has begun), the catalog's error,
+// ctx's error (ctx bounds the validation only), or the listen error
+// (address in use). A
 // failed Start ends the Server: [Server.Wait] then returns its error (nil
 // for ErrStopped).
-func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	switch s.state {
-	case starting, started:
-		s.mu.Unlock()
-		return s.lifecycleErr(engine.ErrAlreadyStarted)
-	case stopped:
-		s.mu.Unlock()
-		return s.lifecycleErr(engine.ErrStopped)
-	}
-	s.state = starting
-	s.mu.Unlock()
-
-	err := s.validate(ctx)
-	if err == nil {
-		err = s.listenAndServe()
-	}
-	switch {
-	case errors.Is(err, engine.ErrStopped): // Stop has ended the server already
-		return s.lifecycleErr(engine.ErrStopped)
-	case err != nil:
-		s.mu.Lock()
-		s.state = stopped
-		s.mu.Unlock()
-		s.finish(err)
-		s.beginStop(nil) // nothing is bound: this only releases the engine
-		return err
-	}
-	return nil
-}
-
-// lifecycleErr wraps one of the engine's lifecycle errors with the
-// Server's name.
-func (s *Server) lifecycleErr(err error) error { return fmt.Errorf("%s: %w", s.opts.Name, err) }
+func (s *Server) Start(ctx context.Context) error { return s.life.Start(ctx) }
 
 // Addr is the address Listen bound (with the port chosen for port 0); the
 // zero AddrPort before a successful Start.
@@ -255,35 +189,15 @@ func (s *Server) Addr() netip.AddrPort {
 	return s.bound
 }
 
-// validate runs the start-up catalog check, cut short by ctx or Stop.
-func (s *Server) validate(ctx context.Context) error {
-	vctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(s.stopSignal, func() { cancel(engine.ErrStopped) })
-	defer stop()
-	err := s.opts.Engine.Validate(vctx)
-	if cause := context.Cause(vctx); cause != nil {
-		if errors.Is(cause, engine.ErrStopped) {
-			return engine.ErrStopped
-		}
-		if err != nil {
-			return cause
-		}
-	}
-	if err != nil {
+// serve validates the catalog, listens and serves until Stop (ctx, whose
+// cause ErrShuttingDown every request's context inherits) or until serving
+// fails on its own; then it shuts the http.Server down.
+func (s *Server) serve(ctx context.Context, ready func()) error {
+	if err := s.opts.Engine.Validate(ctx); err != nil {
 		return fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
-	return nil
-}
-
-// listenAndServe binds and starts serving, unless Stop came first.
-func (s *Server) listenAndServe() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Stop takes this lock to mark the server stopped: either it did so
-	// before this point and nothing is bound, or it will find s.srv.
-	if s.state == stopped {
-		return engine.ErrStopped
+	if ctx.Err() != nil {
+		return nil // Stop, or Start's ctx: nothing is bound
 	}
 	ln, err := s.opts.Listen()
 	if err != nil {
@@ -295,6 +209,10 @@ func (s *Server) listenAndServe() error {
 		return fmt.Errorf("%s: %w", s.opts.Name, err)
 	}
 	bound := addrPort(ln.Addr())
+	// Every request's context: it ends at Stop (ctx) or when serving fails,
+	// with cause engine.ErrShuttingDown, and at the engine's Shutdown.
+	base, cancelBase := context.WithCancelCause(s.opts.Engine.BaseContext(ctx))
+	defer cancelBase(nil)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	srv := &http.Server{
@@ -303,7 +221,7 @@ func (s *Server) listenAndServe() error {
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return s.base },
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnState: func(c net.Conn, st http.ConnState) {
 			limited.ConnState(c, st)
 			switch st {
@@ -315,9 +233,27 @@ func (s *Server) listenAndServe() error {
 		},
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
-	s.srv, s.state, s.bound = srv, started, bound
-	go s.serve(srv, limited)
-	return nil
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(limited) }()
+	s.mu.Lock()
+	s.bound = bound
+	s.mu.Unlock()
+	ready()
+	var failed error
+	select {
+	case <-ctx.Done():
+		s.shutdown(srv)
+		<-served // after Serve returns, no connection is added
+	case err := <-served:
+		// Serving failed on its own (the listener broke): stop, and Wait
+		// returns the failure.
+		s.logger.Error(s.opts.Name+": serving failed; stopping", "err", err)
+		failed = fmt.Errorf("%s: serve: %w", s.opts.Name, err)
+		cancelBase(engine.ErrShuttingDown)
+		s.shutdown(srv)
+	}
+	s.conns.Wait()
+	return failed
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -326,22 +262,6 @@ func addrPort(a net.Addr) netip.AddrPort {
 	}
 	ap, _ := netip.ParseAddrPort(a.String())
 	return ap
-}
-
-// serve runs the server until it is shut down. Should serving fail on its
-// own (the listener broke), the server stops and Wait returns the failure.
-func (s *Server) serve(srv *http.Server, ln net.Listener) {
-	defer close(s.serveDone)
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return
-	}
-	s.logger.Error(s.opts.Name+": serving failed; stopping", "err", err)
-	s.mu.Lock()
-	s.err = fmt.Errorf("%s: serve: %w", s.opts.Name, err)
-	s.state = stopped
-	s.mu.Unlock()
-	s.beginStop(srv)
 }
 
 // Stop ends the server: it stops accepting, cancels the calls in flight
@@ -355,42 +275,13 @@ func (s *Server) serve(srv *http.Server, ln net.Listener) {
 // takes longer than StopTimeout (5 s; a session ignoring cancellation) or
 // ctx's error when ctx ends first; the server keeps shutting down in either
 // case. A Stop during a pending Start makes that Start fail with
-// [engine.ErrStopped] without calling Listen. Stop is safe to repeat and to
-// call concurrently, and before Start; after it returns nil, Wait returns
-// at once.
-func (s *Server) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	s.state = stopped
-	srv := s.srv
-	s.mu.Unlock()
-	s.beginStop(srv)
-	timer := time.NewTimer(s.opts.StopTimeout)
-	defer timer.Stop()
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return s.lifecycleErr(engine.ErrStopTimeout)
-	}
-}
-
-// beginStop starts the shutdown once; srv is nil when nothing was bound.
-func (s *Server) beginStop(srv *http.Server) {
-	s.stopOnce.Do(func() {
-		s.signalStop()
-		s.cancelBase(engine.ErrShuttingDown)
-		if srv == nil {
-			s.finish(nil)
-			return
-		}
-		go s.shutdown(srv)
-	})
-}
+// [engine.ErrStopped] (Listen is not called once Stop has begun). Stop is
+// safe to repeat and to call concurrently, and before Start; after it
+// returns nil, Wait returns at once.
+func (s *Server) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 // shutdown lets the handlers write their shutting-down answers, then closes
-// what is left, and waits for every connection goroutine to end.
+// what is left.
 func (s *Server) shutdown(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StopTimeout*4/5)
 	defer cancel()
@@ -398,36 +289,12 @@ func (s *Server) shutdown(srv *http.Server) {
 		s.logger.Warn(s.opts.Name + ": requests still running at stop; closing their connections")
 		_ = srv.Close()
 	}
-	<-s.serveDone // after Serve returns, no connection is added
-	s.conns.Wait()
-	s.mu.Lock()
-	err := s.err
-	s.mu.Unlock()
-	s.finish(err)
-}
-
-// finish records what Wait returns, unless something was recorded before,
-// and ends Wait; only its first call counts.
-func (s *Server) finish(err error) {
-	s.once.Do(func() {
-		s.mu.Lock()
-		if s.err == nil {
-			s.err = err
-		}
-		s.mu.Unlock()
-		close(s.done)
-	})
 }
 
 // Wait blocks until the server has stopped: it returns nil after Stop, the
 // failure when serving failed on its own or Start failed. Before Start it
 // blocks until Start fails or the server is stopped.
-func (s *Server) Wait() error {
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
+func (s *Server) Wait() error { return s.life.Wait() }
 
 // limitHeaders answers 431 to a request whose line and headers exceed
 // MaxHeaderBytes (docs/SPEC.md §5.2: "headers 16 KiB (→ 431)"), empty and closing

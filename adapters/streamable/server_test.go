@@ -56,64 +56,6 @@ func TestNewServerRefusesBadConnLimits(t *testing.T) {
 	}
 }
 
-func TestServerLifecycle(t *testing.T) {
-	var listens atomic.Int32
-	var handed netip.AddrPort
-	eng := newEngine(t, fake.New())
-	o := streamable.ServerOptions{Name: "test", Engine: eng, Conns: streamable.ConnLimits{Total: 4}}
-	o.Listen = func() (net.Listener, error) {
-		listens.Add(1)
-		return net.Listen("tcp4", "127.0.0.1:0")
-	}
-	framing, err := streamable.NewHandler(eng, streamable.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Admit = func(bound netip.AddrPort) http.Handler {
-		handed = bound
-		return framing
-	}
-	s, err := streamable.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound := s.Addr()
-	if bound != handed || bound.Port() == 0 {
-		t.Errorf("Start = %v, Admit got %v: want the same bound address", bound, handed)
-	}
-	resp := post(t, t.Context(), bound.String(), ping)
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || decode(t, b).Error != nil {
-		t.Fatalf("ping through the framing: %d %s", resp.StatusCode, b)
-	}
-	if err := s.Start(t.Context()); !errors.Is(err, engine.ErrAlreadyStarted) {
-		t.Errorf("second Start: %v", err)
-	}
-	if err := s.Stop(t.Context()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if err := s.Stop(t.Context()); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
-	if err := s.Wait(); err != nil {
-		t.Errorf("Wait: %v", err)
-	}
-	if err := s.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop: %v", err)
-	}
-	if n := listens.Load(); n != 1 {
-		t.Errorf("Listen called %d times, want 1", n)
-	}
-	if c, err := net.DialTimeout("tcp", bound.String(), guard); err == nil {
-		c.Close()
-		t.Error("still listening after Stop")
-	}
-}
-
 // blockingCatalog's RuntimeTools blocks until its context ends.
 type blockingCatalog struct {
 	*fake.Session
@@ -151,7 +93,9 @@ func TestServerStopWinsAgainstPendingStart(t *testing.T) {
 }
 
 // TestServerStopCancelsInFlight: Stop cancels a request with cause
-// engine.ErrShuttingDown and waits for its answer to be written.
+// engine.ErrShuttingDown and waits for its answer to be written; the
+// listener Listen bound once is closed by then. (The lifecycle itself is
+// carriertest's, run on both hosts.)
 func TestServerStopCancelsInFlight(t *testing.T) {
 	entered := make(chan struct{})
 	cause := make(chan error, 1)
@@ -188,6 +132,13 @@ func TestServerStopCancelsInFlight(t *testing.T) {
 	}
 	if b := <-body; b != "shutting down" {
 		t.Errorf("client got %q", b)
+	}
+	if n := listens.Load(); n != 1 {
+		t.Errorf("Listen called %d times, want 1", n)
+	}
+	if c, err := net.DialTimeout("tcp", bound.String(), guard); err == nil {
+		c.Close()
+		t.Error("still listening after Stop")
 	}
 }
 

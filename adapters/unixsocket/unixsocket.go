@@ -7,8 +7,9 @@
 //
 // Lifecycle: the Server is an [engine.Carrier] (docs/SPEC.md §5): [New] →
 // [Server.Start] → [Server.Wait] / [Server.Stop], then the engine's
-// Shutdown ([engine.Engine.Run] does the last two in order). The README's
-// "Writing a carrier" walks through it.
+// Shutdown ([engine.Engine.Run] does the last two in order), written once
+// by [engine.Lifecycle]: the Server supplies how it binds and serves.
+// docs/carrier.md, "Writing a carrier", walks through it.
 package unixsocket
 
 import (
@@ -44,30 +45,15 @@ var (
 	ErrNotSocket = errors.New("unixsocket: the path exists and is not a socket")
 )
 
-var (
-	errAlreadyStarted = fmt.Errorf("unixsocket: %w", engine.ErrAlreadyStarted)
-	errStopped        = fmt.Errorf("unixsocket: %w", engine.ErrStopped)
-)
-
 // Server serves an engine on a Unix socket, once. Its methods are safe for
 // concurrent use.
 type Server struct {
 	eng    *engine.Engine
 	opts   Options
 	logger *slog.Logger
-	ctx    context.Context // every connection's; Stop cancels it
-	cancel context.CancelFunc
+	life   *engine.Lifecycle
 	slots  chan struct{} // one per connection served
 	conns  sync.WaitGroup
-
-	mu       sync.Mutex // guards used, stopped, ln and err
-	used     bool       // Start or Stop was called
-	stopped  bool       // Stop was called
-	ln       net.Listener
-	made     os.FileInfo // the socket file Start created, to remove only it
-	err      error
-	done     chan struct{} // closed when serving has ended
-	doneOnce sync.Once
 }
 
 // New returns a Server for eng; it binds nothing. It fails without an engine
@@ -82,9 +68,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = eng.Logger()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{eng: eng, opts: opts, logger: opts.Logger, ctx: ctx, cancel: cancel,
-		slots: make(chan struct{}, opts.MaxConns), done: make(chan struct{})}, nil
+	s := &Server{eng: eng, opts: opts, logger: opts.Logger, slots: make(chan struct{}, opts.MaxConns)}
+	// Stop is bounded by the connections' drain (5 s each), not by a timer
+	// of its own.
+	s.life = engine.NewLifecycle("unixsocket", s.serve, 0)
+	return s, nil
 }
 
 var _ engine.Carrier = (*Server)(nil)
@@ -95,44 +83,57 @@ var _ engine.Carrier = (*Server)(nil)
 // came first, or during the validation: then nothing was bound), the
 // catalog's error, ctx's error (ctx bounds start-up only), ErrInUse,
 // ErrNotSocket, or the listen error; a failed Start ends the Server.
-func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	switch {
-	case s.stopped:
-		s.mu.Unlock()
-		return errStopped
-	case s.used:
-		s.mu.Unlock()
-		return errAlreadyStarted
-	}
-	s.used = true
-	s.mu.Unlock()
+func (s *Server) Start(ctx context.Context) error { return s.life.Start(ctx) }
 
-	// The validation is cut short by ctx or by Stop (which cancels s.ctx).
-	vctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
-	err := s.eng.Validate(vctx)
-	stop()
-	cancel()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped { // Stop waits for this end
-		s.end(nil)
-		return errStopped
-	}
-	if err == nil {
-		s.ln, err = s.listen()
-	} else if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		s.end(err)
+// serve binds the socket, then accepts until Stop (ctx) or a failed Accept.
+// Stop's order: the connections' context (ctx) is cancelled, the listener
+// closed, the socket file removed, then the connections are waited for.
+func (s *Server) serve(ctx context.Context, ready func()) error {
+	// The catalog first (docs/SPEC.md §2); once ctx has ended (Stop, or
+	// Start's ctx) nothing is bound.
+	if err := s.eng.Validate(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
-	s.made, _ = os.Lstat(s.opts.Path) // nil if it is already gone: then Stop removes nothing
-	go s.accept(s.ln)
-	return nil
+	ln, err := s.listen()
+	if err != nil {
+		return err
+	}
+	made, _ := os.Lstat(s.opts.Path) // nil if it is already gone: then nothing is removed
+	unhook := context.AfterFunc(ctx, func() { ln.Close() })
+	defer unhook()
+	ready()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			ln.Close()
+			removeOwn(s.opts.Path, made)
+			s.conns.Wait()
+			if ctx.Err() != nil {
+				return nil // Stop closed the listener
+			}
+			return err
+		}
+		if err := sameUser(c); err != nil {
+			s.logger.Warn("unixsocket: peer refused", "err", err)
+			c.Close()
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.logger.Warn("unixsocket: connection bound reached; connection closed")
+			c.Close()
+			continue
+		}
+		s.conns.Add(1)
+		go func() {
+			defer func() { c.Close(); <-s.slots; s.conns.Done() }()
+			err := s.eng.ServeConn(ctx, c, c, engine.ConnOptions{Close: c.Close})
+			if err != nil && !errors.Is(err, engine.ErrInputClosed) {
+				s.logger.Debug("unixsocket: connection ended", "err", err)
+			}
+		}()
+	}
 }
 
 func (s *Server) listen() (net.Listener, error) {
@@ -164,45 +165,6 @@ func (s *Server) listen() (net.Listener, error) {
 	return ln, nil
 }
 
-func (s *Server) accept(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			s.conns.Wait()
-			if s.ctx.Err() != nil {
-				err = nil // Stop closed the listener
-			}
-			s.end(err)
-			return
-		}
-		if err := sameUser(c); err != nil {
-			s.logger.Warn("unixsocket: peer refused", "err", err)
-			c.Close()
-			continue
-		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.logger.Warn("unixsocket: connection bound reached; connection closed")
-			c.Close()
-			continue
-		}
-		s.conns.Add(1)
-		go func() {
-			defer func() { c.Close(); <-s.slots; s.conns.Done() }()
-			err := s.eng.ServeConn(s.ctx, c, c, engine.ConnOptions{Close: c.Close})
-			if err != nil && !errors.Is(err, engine.ErrInputClosed) {
-				s.logger.Debug("unixsocket: connection ended", "err", err)
-			}
-		}()
-	}
-}
-
-// end records why serving ended, once, and releases Wait.
-func (s *Server) end(err error) {
-	s.doneOnce.Do(func() { s.err = err; close(s.done) })
-}
-
 // Stop stops accepting, removes the socket file if it is still the one
 // Start made (the same file, compared by device and inode: a file put there
 // since, such as another server's socket, stays), stops every connection
@@ -212,31 +174,7 @@ func (s *Server) end(err error) {
 // Stop during a pending Start makes it fail with [engine.ErrStopped]. Safe
 // to repeat, to call concurrently, and before Start (which then fails with
 // [engine.ErrStopped]); after it returns nil, Wait returns at once.
-func (s *Server) Stop(ctx context.Context) error {
-	// stopped is set before the cancellation a pending Start's validation
-	// sees, so that Start, back under the lock, reads it and fails with
-	// ErrStopped rather than with the cancellation.
-	s.mu.Lock()
-	s.stopped = true
-	ln, made := s.ln, s.made
-	s.made = nil
-	if !s.used {
-		s.used = true
-		s.end(nil)
-	}
-	s.mu.Unlock()
-	s.cancel()
-	if ln != nil {
-		ln.Close()
-		removeOwn(s.opts.Path, made)
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Server) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 // removeOwn removes path if it is still the file made (nil: nothing to
 // remove). Between the check and the removal another server could replace
@@ -257,7 +195,4 @@ func (s *Server) Path() string { return s.opts.Path }
 // Wait blocks until the Server has ended: nil after Stop, else why (a
 // failed Start's error included). Before Start it blocks until Start fails
 // or Stop is called.
-func (s *Server) Wait() error {
-	<-s.done
-	return s.err
-}
+func (s *Server) Wait() error { return s.life.Wait() }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/unixsocket"
-	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
@@ -339,60 +338,5 @@ func TestStopRemovesOnlyItsOwnSocket(t *testing.T) {
 	}
 	if m := dial(t, path).call(t, ping); m["result"] == nil {
 		t.Errorf("B after A's Stop: %v", m)
-	}
-}
-
-// gate is a session whose RuntimeTools blocks until its ctx ends, so a
-// Start can be caught validating the catalog.
-type gate struct {
-	*fake.Session
-	entered chan struct{}
-}
-
-func (g *gate) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
-	g.entered <- struct{}{}
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-// TestLifecycle: the carrier lifecycle of docs/SPEC.md §5 — Wait blocks
-// before Start; a Stop during Start's catalog validation makes that Start
-// fail with ErrStopped, nothing bound; Wait then returns nil; a later Start
-// fails with ErrStopped too; Stop is safe to repeat.
-func TestLifecycle(t *testing.T) {
-	g := &gate{Session: fake.New(), entered: make(chan struct{}, 1)}
-	eng := enginetest.New(t, g, engine.Options{}, guard)
-	path := socketPath(t)
-	srv, err := unixsocket.New(eng, unixsocket.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- srv.Wait() }()
-	started := make(chan error, 1)
-	go func() { started <- srv.Start(context.Background()) }()
-	<-g.entered
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait returned %v while Start was pending", err)
-	default:
-	}
-	if err := srv.Stop(t.Context()); err != nil {
-		t.Fatalf("Stop during Start: %v", err)
-	}
-	if err := <-started; !errors.Is(err, engine.ErrStopped) || err.Error() != "unixsocket: stopped" {
-		t.Errorf("Start = %v, want ErrStopped as unixsocket's", err)
-	}
-	if err := <-waited; err != nil {
-		t.Errorf("Wait = %v, want nil after Stop", err)
-	}
-	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("socket file after a Stop during Start: %v, want none bound", err)
-	}
-	if err := srv.Start(t.Context()); !errors.Is(err, engine.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := srv.Stop(t.Context()); err != nil {
-		t.Errorf("second Stop = %v", err)
 	}
 }

@@ -145,7 +145,7 @@ func (s *Session) runCommand(ctx context.Context, args toolArgs, caller ports.Ca
 		},
 	}
 	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
-		return nil, errors.New("Permission denied: running the command was not allowed. " + NotApprovedHint)
+		return nil, errors.New("Permission denied: running the command was not allowed. " + notApproved(caller))
 	}
 	if ctx.Err() != nil {
 		return nil, cancelled("run_command")

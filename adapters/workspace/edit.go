@@ -137,7 +137,7 @@ func (s *Session) editFile(ctx context.Context, args toolArgs, caller ports.Call
 		},
 	}
 	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
-		return nil, fmt.Errorf("Permission denied: editing %q was not allowed. %s", p.display, NotApprovedHint)
+		return nil, fmt.Errorf("Permission denied: editing %q was not allowed. %s", p.display, notApproved(caller))
 	}
 	if ctx.Err() != nil {
 		return nil, cancelled("edit_file")

@@ -497,14 +497,34 @@ const (
 )
 
 // NotApprovedHint ends the refusal of a write (write_file, edit_file) or a
-// command (run_command) that nobody approved: the model and the person read
-// what would let it through (docs/SPEC.md §6:
-// a closed Caller — asking off, or a client that cannot be asked — denies
-// at once, and from inside the session that looks like a denial).
+// command (run_command) that nobody approved, for a caller that does not
+// say where its prompts go (docs/SPEC.md §6: a closed Caller — asking off,
+// or a client that cannot be asked — denies at once, and from inside the
+// session that looks like a denial). [notApproved] says more when the
+// caller does.
 const NotApprovedHint = "Nobody approved it: the person declined, or nobody could be asked. " +
 	"It goes through only when the server asks the client (agentmcp --ask-client) and the client can answer: " +
-	"a 2026-07-28 client on any carrier, or a client with form elicitation over stdio or a Unix socket; " +
+	clientsThatCanBeAsked
+
+const clientsThatCanBeAsked = "a 2026-07-28 client on any carrier, or a client with form elicitation over stdio or a Unix socket; " +
 	"2025-era clients over HTTP cannot be asked."
+
+// notApproved ends the refusal of a call caller did not approve, saying
+// why (ports.AskingOf): the model and the person read what would let it
+// through, and a person who declined is not advised to turn asking on.
+func notApproved(caller ports.Caller) string {
+	switch ports.AskingOf(caller) {
+	case ports.AskingClient:
+		return "The person declined it (or did not answer in time)."
+	case ports.AskingOff:
+		return "Nobody could be asked: this server does not ask its clients. " +
+			"It goes through only when the server is started with --ask-client and the client can answer: " + clientsThatCanBeAsked
+	case ports.AskingUnable:
+		return "Nobody could be asked: this client cannot be asked (it declared no form elicitation, or it is a 2025-era client over HTTP). " +
+			"It goes through with " + clientsThatCanBeAsked
+	}
+	return NotApprovedHint
+}
 
 func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
 	p, err := pathArg(args, true)
@@ -559,7 +579,7 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 		},
 	}
 	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
-		return nil, fmt.Errorf("Permission denied: writing %q was not allowed. %s", p.display, NotApprovedHint)
+		return nil, fmt.Errorf("Permission denied: writing %q was not allowed. %s", p.display, notApproved(caller))
 	}
 	if ctx.Err() != nil {
 		return nil, cancelled("write_file")

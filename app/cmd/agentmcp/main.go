@@ -1,25 +1,15 @@
 // Command agentmcp serves an agent session as an MCP server.
 //
-//	agentmcp serve stdio  [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-//	agentmcp serve http   [--root DIR] [--port N] [--token-file PATH] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-//	agentmcp serve unix   --socket PATH [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-//	agentmcp serve remote --public-url URL --issuer URL --scope S... (--allowed-subject SUB | --allowed-client ID)...
-//	                      [--listen IP:PORT] [--trusted-proxy IP]... [--root DIR] [--submit-name NAME] [--submit-description TEXT] [--ask-client]
-//	agentmcp conversations list|show|clear [--root DIR] [--state-dir DIR]
+//	agentmcp serve stdio|http|unix|remote [flags]
+//	agentmcp record --out FILE [flags] -- COMMAND [ARGS...]
+//	agentmcp conversations list|show|clear [flags]
 //	agentmcp version      (or --version)
 //	agentmcp help [COMMAND...]   (or -h, --help after any command)
 //
-// Every serve command also takes --model NAME [--model-url URL]
-// [--system-prompt-file PATH] [--max-turns N] [--state-dir DIR | --ephemeral]:
-// the agent behind agent_submit, on an OpenAI-compatible endpoint (the key
-// from OPENAI_API_KEY), its conversations kept in DIR; and
-// --allow-commands [--no-sandbox]: the run_command tool, sandboxed with
-// Landlock unless --no-sandbox.
-//
-// Flags take one dash or two (-root, --root). Help goes to stdout with
-// status 0; a usage error prints one line and the usage on stderr with
-// status 2. See app.Main for the exit codes and the README for client
-// configuration.
+// "agentmcp help serve http" (or "agentmcp serve http --help") lists a
+// command's flags; the README and the guides under docs/ show them at work.
+// Help goes to stdout with status 0; a usage error prints at most four
+// lines on stderr with status 2. See app.Main for the exit codes.
 package main
 
 import (

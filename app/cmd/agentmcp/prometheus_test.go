@@ -38,10 +38,7 @@ func TestPrometheusScrapesBothHosts(t *testing.T) {
 		t.Skip("prometheus not on PATH (apt-get install prometheus); CI installs it")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentmcp")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := agentmcpBinary(t)
 	root := filepath.Join(dir, "root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)

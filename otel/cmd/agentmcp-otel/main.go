@@ -11,7 +11,7 @@
 // it behaves exactly as agentmcp.
 //
 // It lives in the otel module so that the default agentmcp binary carries
-// no OpenTelemetry SDK or exporter (their weight is in the README).
+// no OpenTelemetry SDK or exporter (their weight is in docs/operating.md).
 package main
 
 import (
