@@ -203,6 +203,11 @@ type servedSession struct {
 	store *openedStore // the agent's conversations; nil without --model
 }
 
+// Conversations answers for the session it serves (the agent keeps named
+// conversations, the bare workspace does not): the embedded interface
+// alone would hide the agent's [ports.ConversationSession] from the engine.
+func (s *servedSession) Conversations() bool { return ports.HasConversations(s.Session) }
+
 func (s *servedSession) Close() error {
 	err := s.ws.Close()
 	if s.store != nil {
