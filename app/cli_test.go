@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 )
 
@@ -240,8 +241,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --ephemeral and --state-dir exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--history-bytes", "100"}, `agentmcp serve stdio: invalid value "100" for --history-bytes: must be at least 1024`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations: must be at least 1`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--max-conversations-per-principal", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations-per-principal: must be at least 1`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-store-bytes", "-5"}, `agentmcp serve stdio: invalid value "-5" for --max-store-bytes: must be at least 1`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversation-age", "-1h"}, `agentmcp serve stdio: invalid value "-1h" for --max-conversation-age: must be more than 0`, stdio},
+		// The conversations command's flags.
+		{[]string{"conversations", "list", "--limit", "-1"}, `agentmcp conversations list: invalid value "-1" for --limit: must be at least 0`, "agentmcp conversations list [flags]"},
+		{[]string{"conversations", "show", "--conversation", "a b"}, `agentmcp conversations show: invalid value "a b" for --conversation: ` + domain.ConversationNameRule, "agentmcp conversations show [flags]"},
+		{[]string{"conversations", "clear", "--conversation", "x/y"}, `agentmcp conversations clear: invalid value "x/y" for --conversation: ` + domain.ConversationNameRule, "agentmcp conversations clear [flags]"},
 		// run_command's flags.
 		{[]string{"serve", "stdio", "--no-sandbox"}, `agentmcp serve stdio: --no-sandbox needs --allow-commands: it configures run_command, which --allow-commands turns on`, stdio},
 		// A bool flag given false, or a flag given the empty string, is not given.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/sqlite"
+	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -23,27 +24,60 @@ import (
 var conversationsCommand = &command{
 	name:    "conversations",
 	summary: "List, show or forget the agent's stored conversations",
-	about: `The agent (serve --model) keeps each conversation, one per workspace root and
-principal, in --state-dir (default $XDG_STATE_HOME/agentmcp, else
-~/.local/state/agentmcp) unless it was started with --ephemeral.`,
+	about: `The agent (serve --model) keeps its conversations, each named (the one a
+submission names none of is "default") per workspace root and principal, in
+--state-dir (default $XDG_STATE_HOME/agentmcp, else ~/.local/state/agentmcp)
+unless it was started with --ephemeral.`,
 	groupFlags: func(fs *flag.FlagSet) {
 		addStateDirFlag(fs)
 		fs.String("root", "", "only the conversations of the workspace `DIR`")
+		fs.String("principal", "", "only the conversations of the principal `P` as list shows it (local, or remote: and the start of its hash)")
 	},
 	subs: []*command{
-		conversationsLeaf("list", "List the stored conversations: root, principal, turns, bytes, last update",
-			"agentmcp conversations list", "", listConversations),
-		conversationsLeaf("show", "Print the messages of the conversations of one workspace root",
-			"agentmcp conversations show --root ~/project", ".", showConversations),
+		conversationsLeaf("list", "List the stored conversations: root, principal, name, turns, bytes, last update",
+			"agentmcp conversations list --limit 20", "", leafLimit, listConversations),
+		conversationsLeaf("show", "Print the messages and changes of the conversations of one workspace root",
+			"agentmcp conversations show --root ~/project --conversation default", ".", leafConversation, showConversations),
 		conversationsLeaf("clear", "Forget the conversations of one workspace root",
-			"agentmcp conversations clear --root ~/project", ".", clearConversations),
+			"agentmcp conversations clear --root ~/project --conversation fix-1", ".", leafConversation, clearConversations),
 	},
 }
 
+// conversationName is --conversation: a name that follows
+// [domain.CheckConversationName], checked as the command line is parsed
+// (a usage error, flagcheck.go); "" is every conversation, as leaving the
+// flag out.
+type conversationName string
+
+func (n *conversationName) String() string { return string(*n) }
+
+func (n *conversationName) Set(s string) error {
+	if err := domain.CheckConversationName("--conversation", s); s != "" && err != nil {
+		return errors.New(domain.ConversationNameRule)
+	}
+	*n = conversationName(s)
+	return nil
+}
+
+// selection is which stored conversations a "conversations" command reads.
+type selection struct {
+	root      string // a root's real path; "": every root
+	principal string // a stored principal or its start; "": every one
+	name      string // a conversation's name; "": every one
+	limit     int    // at most this many, the newest; 0: every one
+}
+
+// Which of --conversation and --limit a "conversations" command takes.
+const (
+	leafLimit = iota
+	leafConversation
+)
+
 // conversationsLeaf is one "agentmcp conversations" command; rootDefault
-// is --root's default ("": every root).
-func conversationsLeaf(name, summary, example, rootDefault string,
-	run func(ctx context.Context, w io.Writer, s *sqlite.Store, root string) error) *command {
+// is --root's default ("": every root); extra is which of --limit and
+// --conversation it takes.
+func conversationsLeaf(name, summary, example, rootDefault string, extra int,
+	run func(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error) *command {
 	return &command{
 		name: name, summary: summary, synopsis: "[flags]", example: example,
 		setup: func(flags *flag.FlagSet) runFunc {
@@ -53,15 +87,24 @@ func conversationsLeaf(name, summary, example, rootDefault string,
 				rootUsage = "only the conversations of the workspace `DIR` (default: every root)"
 			}
 			rootFlag := flags.String("root", rootDefault, rootUsage)
+			principalFlag := flags.String("principal", "", "only the conversations of the principal `P` as list shows it "+
+				"(local, or remote: and the start of its hash)")
+			var name conversationName
+			limit := new(int)
+			if extra == leafConversation {
+				flags.Var(&name, "conversation", "only the conversation `NAME` (default: every one of the root)")
+			} else {
+				limit = intFlag(flags, "limit", 0, 0, "at most `N` conversations, the most recently updated (default: every one)")
+			}
 			return func(ctx context.Context, inv *invocation) int {
-				root := ""
+				sel := selection{principal: *principalFlag, name: string(name), limit: *limit}
 				if *rootFlag != "" {
 					r, err := realRoot(*rootFlag)
 					if err != nil {
 						fmt.Fprintf(inv.stderr, "%s: --root: %v\n", inv.path, err)
 						return 1
 					}
-					root = r
+					sel.root = r
 				}
 				dir, err := stateDir(*dirFlag)
 				if err != nil {
@@ -79,7 +122,7 @@ func conversationsLeaf(name, summary, example, rootDefault string,
 					return 1
 				}
 				defer s.Close()
-				if err := run(ctx, inv.stdout, s, root); err != nil {
+				if err := run(ctx, inv.stdout, s, sel); err != nil {
 					fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
 					return 1
 				}
@@ -89,23 +132,32 @@ func conversationsLeaf(name, summary, example, rootDefault string,
 	}
 }
 
-// ofRoot returns the conversations of root ("": all), newest first.
-func ofRoot(ctx context.Context, s *sqlite.Store, root string) ([]ports.ConversationInfo, error) {
-	all, err := s.List(ctx)
+// selected returns the conversations sel selects, newest first. The store
+// filters by root (and limits, when no principal's start has to be
+// matched here).
+func selected(ctx context.Context, s *sqlite.Store, sel selection) ([]ports.ConversationInfo, error) {
+	f := ports.ConversationFilter{Root: sel.root}
+	if sel.principal == "" && sel.name == "" {
+		f.Limit = sel.limit
+	}
+	all, err := s.List(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	var out []ports.ConversationInfo
 	for _, c := range all {
-		if root == "" || c.Ref.Root == root {
+		if sel.limit > 0 && len(out) == sel.limit {
+			break
+		}
+		if strings.HasPrefix(c.Ref.Principal, sel.principal) && (sel.name == "" || c.Ref.Name == sel.name) {
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
 
-func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root string) error {
-	list, err := ofRoot(ctx, s, root)
+func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
 	}
@@ -114,10 +166,19 @@ func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root s
 		return nil
 	}
 	for _, c := range list {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d bytes\t%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), count(c.Turns, "turn"), c.Bytes,
-			c.Updated.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d bytes\t%s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name,
+			count(c.Turns, "turn"), c.Bytes, c.Updated.UTC().Format(time.RFC3339), forkedFrom(c))
 	}
 	return nil
+}
+
+// forkedFrom is list's note of a fork's parent: "" for a conversation
+// that is no fork.
+func forkedFrom(c ports.ConversationInfo) string {
+	if c.ForkedFrom == "" {
+		return ""
+	}
+	return "\tforked from " + c.ForkedFrom
 }
 
 // principalLabel shortens a stored remote principal's hash for people.
@@ -128,29 +189,32 @@ func principalLabel(p string) string {
 	return p
 }
 
-func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root string) error {
-	list, err := ofRoot(ctx, s, root)
+func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "no conversations of %s\n", root)
+		fmt.Fprintf(w, "no conversations of %s\n", sel.root)
 		return nil
 	}
 	for i, c := range list {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# %s (%s), %s, last %s\n", c.Ref.Root, principalLabel(c.Ref.Principal), count(c.Turns, "turn"),
-			c.Updated.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "# %s (%s) %s, %s, last %s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name, count(c.Turns, "turn"),
+			c.Updated.UTC().Format(time.RFC3339), strings.ReplaceAll(forkedFrom(c), "\t", ", "))
 		turns, err := s.Load(ctx, c.Ref)
 		if err != nil {
 			return err
 		}
-		for n, turn := range turns {
-			fmt.Fprintf(w, "\n## turn %d\n", n+1)
+		for _, turn := range turns {
+			fmt.Fprintf(w, "\n## turn %d\n", turn.Number)
 			for _, m := range turn.Messages {
 				writeMessage(w, m)
+			}
+			for _, d := range turn.Changes {
+				writeChange(w, d)
 			}
 		}
 	}
@@ -175,8 +239,17 @@ func writeMessage(w io.Writer, m ports.Message) {
 	}
 }
 
-func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root string) error {
-	list, err := ofRoot(ctx, s, root)
+// writeChange prints one file a turn changed: its path and line counts,
+// then its unified diff.
+func writeChange(w io.Writer, d ports.FileDiff) {
+	fmt.Fprintf(w, "[changed %s +%d -%d]\n%s", d.Path, d.Added, d.Removed, d.Diff)
+	if d.Diff != "" && !strings.HasSuffix(d.Diff, "\n") {
+		fmt.Fprintln(w)
+	}
+}
+
+func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
 	}
@@ -185,7 +258,7 @@ func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, root 
 			return err
 		}
 	}
-	fmt.Fprintf(w, "forgot %s of %s\n", count(len(list), "conversation"), root)
+	fmt.Fprintf(w, "forgot %s of %s\n", count(len(list), "conversation"), sel.root)
 	return nil
 }
 

@@ -59,10 +59,10 @@ func (n *notes) InvokeTool(ctx context.Context, name string, args json.RawMessag
 	return domain.Envelope{Success: true, ToolName: name, Result: json.RawMessage(fmt.Sprintf(`{"count":%d}`, count))}, nil
 }
 
-func (n *notes) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (n *notes) Submit(ctx context.Context, s ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return ports.TurnResult{Response: fmt.Sprintf("I have %d notes. You said: %s", len(n.list), prompt)}, nil
+	return ports.TurnResult{Response: fmt.Sprintf("I have %d notes. You said: %s", len(n.list), s.Prompt)}, nil
 }
 
 // The engine alone: one stateless exchange, as an HTTP framing of your own

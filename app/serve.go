@@ -83,7 +83,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
-	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-store-bytes", "max-conversation-age"}
+	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
 var serveRules = []flagRule{
@@ -203,6 +203,11 @@ type servedSession struct {
 	store *openedStore // the agent's conversations; nil without --model
 }
 
+// Conversations answers for the session it serves (the agent keeps named
+// conversations, the bare workspace does not): the embedded interface
+// alone would hide the agent's [ports.ConversationSession] from the engine.
+func (s *servedSession) Conversations() bool { return ports.HasConversations(s.Session) }
+
 func (s *servedSession) Close() error {
 	err := s.ws.Close()
 	if s.store != nil {
@@ -320,7 +325,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	}
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes})
+		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

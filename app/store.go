@@ -34,6 +34,7 @@ type storeFlags struct {
 	ephemeral        *bool
 	historyBytes     *int
 	maxConversations *int
+	maxPerPrincipal  *int
 	maxStoreBytes    *int64
 	maxAge           *time.Duration
 }
@@ -47,6 +48,8 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 			"is first cut to fit (its oldest tool results and arguments become notes), then the oldest whole turns are dropped until the rest fit"),
 		maxConversations: intFlag(fs, "max-conversations", defaultMaxConversations, 1, "keep at most `N` conversations in the store; "+
 			"the least recently used are dropped first"),
+		maxPerPrincipal: intFlag(fs, "max-conversations-per-principal", agent.DefaultMaxPerPrincipal, 1, "a principal holds at most `N` "+
+			"conversations of the workspace; a submission that would start one more is refused"),
 		maxStoreBytes: intFlag(fs, "max-store-bytes", int64(defaultMaxStoreBytes), 1, "keep at most `N` bytes of conversations in the store; "+
 			"the least recently used are dropped first"),
 		maxAge: durationFlag(fs, "max-conversation-age", defaultMaxAge, time.Nanosecond, 0, "forget a conversation not continued for `DURATION` "+
@@ -110,6 +113,6 @@ func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
 		return nil, err
 	}
 	logger.Info("conversations are kept in "+s.Path(), "maxConversations", *f.maxConversations,
-		"maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
+		"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
 	return &openedStore{ConversationStore: s, close: s.Close}, nil
 }

@@ -42,11 +42,11 @@ func TestConversationsCommand(t *testing.T) {
 
 	real, _ := filepath.EvalSymlinks(root)
 	code, out, errOut := runCLI(t, "conversations", "list", "--state-dir", state)
-	if code != 0 || !strings.Contains(out, real+"\tlocal\t1 turn\t") {
-		t.Errorf("list: exit %d, %q, %q; want the root's real path, local, 1 turn", code, out, errOut)
+	if code != 0 || !strings.Contains(out, real+"\tlocal\tdefault\t1 turn\t") {
+		t.Errorf("list: exit %d, %q, %q; want the root's real path, local, default, 1 turn", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "conversations", "show", "--state-dir", state, "--root", root)
-	if code != 0 || !strings.Contains(out, "[user] remember heliotrope\n[assistant] heard remember heliotrope\n") || !strings.Contains(out, "(local), 1 turn, last ") {
+	if code != 0 || !strings.Contains(out, "[user] remember heliotrope\n[assistant] heard remember heliotrope\n") || !strings.Contains(out, "(local) default, 1 turn, last ") {
 		t.Errorf("show: exit %d, %q", code, out)
 	}
 	code, out, _ = runCLI(t, "conversations", "clear", "--state-dir", state, "--root", link)

@@ -744,7 +744,7 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		if !ok {
 			return toolError(e.submit.InvalidArgumentsMessage())
 		}
-		turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
+		turn, err := e.session.Submit(ctx, ports.Submission{Prompt: prompt}, withinSubmission{caller, e.submit.Name})
 		switch {
 		case e.shuttingDown(ctx):
 			return errShutdownResult

@@ -127,8 +127,8 @@ type AssistantMessage struct {
 // (OpenTelemetry's gen_ai.usage.input_tokens and output_tokens; Chat
 // Completions' prompt_tokens and completion_tokens).
 type TokenUsage struct {
-	InputTokens  int
-	OutputTokens int
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 // ErrNoChoices is the error kind of a model answer that held no choice (an

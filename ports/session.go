@@ -30,16 +30,26 @@ type Session interface {
 	// cancels only this invocation.
 	InvokeTool(ctx context.Context, name string, arguments json.RawMessage, caller Caller) (domain.Envelope, error)
 
-	// Submit runs prompt as a turn and returns that turn's own result, never
-	// another caller's. An error wrapping ErrRefused means the submission
-	// never became a turn (busy, queue full, shutting down, dropped); any
-	// other error failed inside the turn.
-	Submit(ctx context.Context, prompt string, caller Caller) (TurnResult, error)
+	// Submit runs s.Prompt as a turn and returns that turn's own result,
+	// never another caller's. An error wrapping ErrRefused means the
+	// submission never became a turn (busy, queue full, shutting down,
+	// dropped, a conversation it may not use); any other error failed
+	// inside the turn.
+	//
+	// s.Conversation and s.ForkFrom are set only for a session that
+	// implements [ConversationSession] and says so; any other session
+	// reads s.Prompt alone (docs/SPEC.md §1).
+	Submit(ctx context.Context, s Submission, caller Caller) (TurnResult, error)
 }
 
 // TurnResult is the outcome of one submitted turn.
 type TurnResult struct {
 	Response string // the turn's answer text; "" is a valid answer
+
+	// Report is what the turn did, for the submission's structured result
+	// (docs/SPEC.md §9): nil when the session reports none (every session
+	// that does not implement [ConversationSession]).
+	Report *TurnReport
 }
 
 // ErrRefused marks a session error as a refusal: the request never ran (busy,

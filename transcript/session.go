@@ -82,9 +82,9 @@ func (s *session) InvokeTool(ctx context.Context, name string, args json.RawMess
 	return s.Session.InvokeTool(ctx, name, args, caller)
 }
 
-func (s *session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (s *session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	defer s.bump(s.ended, "submit")
-	return s.Session.Submit(ctx, prompt, caller)
+	return s.Session.Submit(ctx, sub, caller)
 }
 
 // releaseOnce releases the fake's slow calls; false when already done.

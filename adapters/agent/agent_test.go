@@ -602,7 +602,7 @@ func TestBusy(t *testing.T) {
 	if env, err := r.session.InvokeTool(t.Context(), "read_file", json.RawMessage(`{"path":"a.txt"}`), ports.ClosedCaller{}); err != nil || !env.Success {
 		t.Errorf("tool call during a turn: %+v, %v; want it served", env, err)
 	}
-	if _, err := r.session.Submit(t.Context(), "more", ports.ClosedCaller{}); !errors.Is(err, agent.ErrBusy) || !errorsIsRefused(err) {
+	if _, err := r.session.Submit(t.Context(), ports.Submission{Prompt: "more"}, ports.ClosedCaller{}); !errors.Is(err, agent.ErrBusy) || !errorsIsRefused(err) {
 		t.Errorf("submission during a turn of the same conversation: %v, want ErrBusy", err)
 	}
 	close(release)
@@ -614,7 +614,7 @@ func TestBusy(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := r.session.Submit(ctx, "late", ports.ClosedCaller{}); !errorsIsRefused(err) {
+	if _, err := r.session.Submit(ctx, ports.Submission{Prompt: "late"}, ports.ClosedCaller{}); !errorsIsRefused(err) {
 		t.Errorf("submission with an ended ctx: %v, want a refusal", err)
 	}
 }

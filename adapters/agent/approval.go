@@ -26,6 +26,13 @@ func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
 	c.turn.report.send(c.tool + ": " + message)
 }
 
+// FileChanged keeps a change the tool made for the turn's diffs
+// ([ports.ChangeReporter]): the inner session reports each write that
+// landed, so the agent never reads the workspace itself.
+func (c toolCaller) FileChanged(fc ports.FileChange) { c.turn.changes.add(fc) }
+
+var _ ports.ChangeReporter = toolCaller{}
+
 // RequestPermission asks on a ctx bounded by ApprovalTimeout: a prompt no
 // one answers (the client walked away) settles closed then, not at the end
 // of the turn or of the carrier's round.
@@ -38,11 +45,17 @@ func (c toolCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
 	return bounded(ctx, c, "question", func(ctx context.Context) domain.Answer { return c.Caller.Ask(ctx, p) })
 }
 
-// bounded runs ask on ctx bounded by ApprovalTimeout and notes a prompt
-// that ran out of it while the turn itself went on.
+// bounded runs ask on ctx bounded by ApprovalTimeout, and ended at once
+// when a new submission supersedes the turn, and notes a prompt that ran
+// out of time while the turn itself went on. While it waits, the turn
+// counts as waiting on a prompt (running.prompts).
 func bounded[T any](ctx context.Context, c toolCaller, kind string, ask func(context.Context) T) T {
+	r := c.turn.r
+	r.prompts.Add(1)
+	defer r.prompts.Add(-1)
 	actx, cancel := context.WithTimeout(ctx, c.turn.s.opts.ApprovalTimeout)
 	defer cancel()
+	defer context.AfterFunc(r.superseded, cancel)()
 	answer := ask(actx)
 	c.settled(ctx, actx, kind)
 	return answer
@@ -52,8 +65,7 @@ func bounded[T any](ctx context.Context, c toolCaller, kind string, ask func(con
 // itself went on: the turn stops after this call.
 func (c toolCaller) settled(ctx, actx context.Context, kind string) {
 	if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		tool := c.tool
-		c.turn.unanswered.Store(&tool)
+		c.turn.stopAt(ports.StopPromptUnanswered, c.tool)
 		c.turn.s.log.Info("prompt unanswered", "tool", c.tool, "kind", kind, "waitedMs", c.turn.s.opts.ApprovalTimeout.Milliseconds())
 	}
 }

@@ -5,7 +5,8 @@
 // [New] wraps an inner session (the CLI's workspace) and a [ports.Model].
 // RuntimeTools and InvokeTool are the inner session's; Submit runs one turn:
 //
-//  1. the prompt joins the caller's conversation (one per principal, below);
+//  1. the prompt joins the caller's conversation (the one the submission
+//     names, of the caller's own, below);
 //  2. model step: the system prompt, the conversation and the inner
 //     session's runtime tools go to the model, which answers text and/or tool
 //     calls;
@@ -24,9 +25,10 @@
 //
 // # Busy rules
 //
-// One turn per conversation: a principal's submission made while its own
-// turn runs is refused with [ErrBusy]; other principals' turns run beside
-// it, at most [Options.MaxTurns] at once (default 4; beyond it a busy
+// One turn per conversation (a principal and a name): a submission made
+// while that conversation's turn computes is refused with [ErrBusy]; one
+// made while it waits on a prompt supersedes it (below); turns of other
+// conversations and other principals run beside it, at most [Options.MaxTurns] at once (default 4; beyond it a busy
 // refusal that says how many run). A client's own tool calls are never
 // refused because turns run: the workspace's calls are safe side by side (a
 // write is approved by itself and lands where it was approved), so nothing
@@ -41,17 +43,34 @@
 // A prompt a turn's tool raises (a permission, a question) waits at most
 // [Options.ApprovalTimeout] (default 5 minutes), not the turn's 30 minutes
 // nor the carrier's round lifetime: unanswered, it settles closed and the
-// turn stops after that call with a response that says so. A new
-// submission does not supersede a turn waiting on a prompt: on a local
-// carrier every client is the same principal, and one client's submission
-// must not end another's turn.
+// turn stops after that call (the rest of its step not run) with a
+// response that says so, reporting [ports.StopPromptUnanswered].
+//
+// # Supersede
+//
+// A new submission of a conversation whose turn waits on a prompt ends that
+// prompt at once, as the approval timeout would: the call is denied, the
+// turn stops after it with a response that says a new prompt came
+// ([ports.StopSuperseded]), its work joins the conversation, and the new
+// turn runs from there. A person who submits again to the same
+// conversation has moved on; two clients that want separate work name
+// separate conversations (docs/SPEC.md §9 says why this reverses the
+// earlier rule).
 //
 // # Conversations
 //
 // Each principal ([ports.Caller.Principal]: the zero value on local
-// carriers, issuer + subject + client on the remote host) has a
-// conversation of its own on [Options.Root], so no principal ever sees
-// another's history. Conversations live in a [ports.ConversationStore]
+// carriers, issuer + subject + client on the remote host) has
+// conversations of its own on [Options.Root], each named
+// ([ports.Submission.Conversation]; "" is [domain.DefaultConversation]),
+// so no principal ever sees, continues or forks another's history. A fork
+// ([ports.Submission.ForkFrom]) starts a new conversation from another's
+// turns. A principal holds at most [Options.MaxConversationsPerPrincipal]
+// conversations; a bad name, an impossible fork and one conversation past
+// the bound are refusals decided before the turn runs. Each finished turn
+// reports itself ([ports.TurnReport]) and keeps a unified diff of each file
+// its tools changed, which the inner session reports to the turn's Caller
+// ([ports.ChangeReporter]): the agent never reads the workspace itself. Conversations live in a [ports.ConversationStore]
 // ([Options.Store]; by default in memory, at most
 // [Options.MaxConversations], the least recently updated dropped first): a
 // turn starts from what the store has committed, and its messages are

@@ -135,7 +135,7 @@ type submitResult struct {
 func (r *rig) submit(ctx context.Context, prompt string, c *caller) <-chan submitResult {
 	ch := make(chan submitResult, 1)
 	go func() {
-		res, err := r.session.Submit(ctx, prompt, c)
+		res, err := r.session.Submit(ctx, ports.Submission{Prompt: prompt}, c)
 		c.Finish()
 		ch <- submitResult{res, err}
 	}()

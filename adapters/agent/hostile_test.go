@@ -227,11 +227,11 @@ func TestTurnsOfPrincipalsRunTogether(t *testing.T) {
 	if err != nil || !env.Success {
 		t.Errorf("carol's read_file during both turns: %+v, %v", env, err)
 	}
-	_, err = r.session.Submit(t.Context(), "first of dave", as("dave"))
+	_, err = r.session.Submit(t.Context(), ports.Submission{Prompt: "first of dave"}, as("dave"))
 	if !errorsIsRefused(err) || !strings.Contains(clientMessage(err), "2 turns are running") {
 		t.Errorf("a third turn beyond MaxTurns: %v, want a busy refusal with the count", err)
 	}
-	_, err = r.session.Submit(t.Context(), "again", as("alice"))
+	_, err = r.session.Submit(t.Context(), ports.Submission{Prompt: "again"}, as("alice"))
 	if !errors.Is(err, agent.ErrBusy) {
 		t.Errorf("alice's second submission during her turn: %v, want ErrBusy", err)
 	}
@@ -334,7 +334,7 @@ func TestBusyRefusalOneTurn(t *testing.T) {
 		}})
 	alice := r.submit(t.Context(), "first of alice", as("alice"))
 	await(t, arrived, "alice's request")
-	_, err := r.session.Submit(t.Context(), "first of bob", as("bob"))
+	_, err := r.session.Submit(t.Context(), ports.Submission{Prompt: "first of bob"}, as("bob"))
 	if msg := clientMessage(err); !errorsIsRefused(err) || !strings.Contains(msg, "session is busy: 1 turn is running, the most it runs at once") {
 		t.Errorf("bob's turn beyond MaxTurns 1: %q, want a busy refusal naming 1 turn in the singular", msg)
 	}

@@ -17,6 +17,7 @@ const (
 	DefaultTurnBytes           = 2 << 20
 	DefaultHistoryBytes        = 256 << 10
 	DefaultMaxConversations    = 64
+	DefaultMaxPerPrincipal     = 100
 	DefaultMaxTurns            = 4
 	DefaultTurnTimeout         = 30 * time.Minute
 	DefaultApprovalTimeout     = 5 * time.Minute
@@ -48,7 +49,7 @@ const (
 // Refusals; their messages are client-visible and single-line.
 var (
 	// ErrBusy refuses a submission made while a turn of the same
-	// conversation (the same principal) runs.
+	// conversation (the same principal and name) computes.
 	ErrBusy = ports.Refused("session is busy: a turn of this conversation is running; retry when it finishes")
 
 	// errNotStarted refuses a submission whose ctx ended before its turn.
@@ -93,6 +94,11 @@ type Options struct {
 	// store (default 64); the least recently updated is dropped first. A
 	// Store given here has bounds of its own.
 	MaxConversations int
+
+	// MaxConversationsPerPrincipal bounds the conversations one principal
+	// holds on Root (default 100): a submission that would create one more
+	// is refused, saying so.
+	MaxConversationsPerPrincipal int
 
 	// Store keeps the conversations (default: in memory, within
 	// MaxConversations). The agent loads a turn's history from it when the
@@ -151,6 +157,7 @@ func (o Options) withDefaults() Options {
 	def(&o.TurnBytes, DefaultTurnBytes)
 	def(&o.HistoryBytes, DefaultHistoryBytes)
 	def(&o.MaxConversations, DefaultMaxConversations)
+	def(&o.MaxConversationsPerPrincipal, DefaultMaxPerPrincipal)
 	def(&o.MaxTurns, DefaultMaxTurns)
 	if o.TurnTimeout <= 0 {
 		o.TurnTimeout = DefaultTurnTimeout

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
@@ -22,21 +23,43 @@ type Session struct {
 
 	errFull error // the refusal at MaxTurns
 
-	mu      sync.Mutex                   // guards running
-	running map[ports.Principal]*running // the turns in progress, one per conversation
+	mu      sync.Mutex           // guards running
+	running map[convKey]*running // the turns in progress, one per conversation
+}
+
+// convKey names a conversation among the running turns: the principal and
+// the conversation's name (the root is the session's own).
+type convKey struct {
+	who  ports.Principal
+	name string
 }
 
 // running is a turn in progress.
 type running struct {
 	ctx  context.Context // the turn's: done once it is cancelled or out of time
 	done chan struct{}   // closed when the turn has ended
+
+	// prompts counts the prompts of its tools waiting for an answer: a
+	// turn waiting on one is superseded by a new submission of its
+	// conversation, a computing one is not.
+	prompts atomic.Int32
+	// superseded is done once a new submission superseded the turn: its
+	// prompts settle closed and it stops after the tool call at hand.
+	superseded context.Context
+	supersede  context.CancelFunc
+}
+
+func newRunning(ctx context.Context) *running {
+	r := &running{ctx: ctx, done: make(chan struct{})}
+	r.superseded, r.supersede = context.WithCancel(context.Background())
+	return r
 }
 
 // awaitEnd waits for r to end, up to WindDown or until ctx ends, when it is
-// ending (its ctx done) or starts ending within CancelGrace; it reports
-// whether r ended.
+// ending (its ctx done, or superseded) or starts ending within
+// CancelGrace; it reports whether r ended.
 func awaitEnd(ctx context.Context, r *running) bool {
-	if r.ctx.Err() == nil {
+	if r.ctx.Err() == nil && r.superseded.Err() == nil {
 		grace := time.NewTimer(CancelGrace)
 		defer grace.Stop()
 		select {
@@ -60,7 +83,10 @@ func awaitEnd(ctx context.Context, r *running) bool {
 	return false
 }
 
-var _ ports.Session = (*Session)(nil)
+var (
+	_ ports.Session             = (*Session)(nil)
+	_ ports.ConversationSession = (*Session)(nil)
+)
 
 // New returns a session whose tools are inner's and whose submissions run
 // as turns of model over them. inner and model are required.
@@ -75,8 +101,13 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 	}
 	return &Session{inner: inner, model: model, opts: opts, log: opts.Logger,
 		errFull: ports.Refused("session is busy: " + busy + ", the most it runs at once; retry when one finishes"),
-		running: map[ports.Principal]*running{}}, nil
+		running: map[convKey]*running{}}, nil
 }
+
+// Conversations reports true: Submit keeps named conversations and forks
+// and reports each turn ([ports.ConversationSession]), whatever the inner
+// session does.
+func (s *Session) Conversations() bool { return true }
 
 // RuntimeTools returns the inner session's runtime tools.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
@@ -91,20 +122,34 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 	return s.inner.InvokeTool(ctx, name, arguments, caller)
 }
 
-// Submit runs prompt as one turn of the caller's conversation and returns
-// the model's final answer. Refusals ([ErrBusy], a ctx that ended first)
-// wrap [ports.ErrRefused]; a failure inside the turn (the model endpoint, a
-// timeout, cancellation, the conversation store) is any other error, with a
-// client-visible first line that names the cause.
-func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+// Submit runs sub.Prompt as one turn of the caller's conversation
+// sub.Conversation (the default one when ""), forked from sub.ForkFrom when
+// set, and returns the model's final answer with the turn's report.
+// Refusals ([ErrBusy], a ctx that ended first, a conversation name that
+// breaks [domain.CheckConversationName], a fork that cannot be, one
+// conversation past [Options.MaxConversationsPerPrincipal]) wrap
+// [ports.ErrRefused] and leave the store as it was; a failure inside the
+// turn (the model endpoint, a timeout, cancellation, the conversation
+// store) is any other error, with a client-visible first line that names
+// the cause.
+func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	if caller == nil {
 		caller = ports.ClosedCaller{}
 	}
+	if err := checkSubmission(sub); err != nil {
+		s.log.Info("submission refused", "reason", "conversation")
+		return ports.TurnResult{}, err
+	}
 	who := caller.Principal()
+	key := convKey{who, sub.Conversation}
+	if key.name == "" {
+		key.name = domain.DefaultConversation
+	}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
-	me := &running{ctx: tctx, done: make(chan struct{})}
-	if err := s.begin(ctx, who, me); err != nil {
+	me := newRunning(tctx)
+	defer me.supersede()
+	if err := s.begin(ctx, key, me); err != nil {
 		return ports.TurnResult{}, err
 	}
 	// The turn stops counting as running before its end is logged, so a
@@ -112,24 +157,36 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 	// never refused as busy by it.
 	release := sync.OnceFunc(func() {
 		s.mu.Lock()
-		delete(s.running, who)
+		delete(s.running, key)
 		s.mu.Unlock()
 		close(me.done)
 	})
 	defer release()
 
-	ref := ports.RefOf(s.opts.Root, who)
+	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
+	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
+	if err != nil {
+		release()
+		if errors.Is(err, ports.ErrRefused) {
+			s.log.Info("submission refused", "reason", "conversation")
+		} else {
+			s.log.Info("turn failed", "err", logCause(err))
+		}
+		return ports.TurnResult{}, err
+	}
+
 	desc := s.model.Describe()
 	octx, endTurn := s.opts.Observer.StartTurn(tctx, ports.ObservedTurn{Agent: AgentName, Model: desc.Model, Provider: Provider})
 	t := &turn{
 		s:      s,
 		ctx:    octx,
 		caller: caller,
+		r:      me,
 		report: &reporter{caller: caller, ctx: tctx},
-		msgs:   []ports.Message{{Role: ports.RoleUser, Content: prompt}},
+		msgs:   []ports.Message{{Role: ports.RoleUser, Content: sub.Prompt}},
 	}
 	start := time.Now()
-	response, err := s.runTurn(t, ref)
+	result, err := s.runTurn(t, ref, history, appendOpts)
 	endTurn(ports.TurnEnd{Steps: t.steps, ToolCalls: t.calls, ErrorType: turnErrorType(ctx, tctx, err)})
 	attrs := []any{"model", desc.Model, "endpoint", desc.Endpoint, "steps", t.steps, "toolCalls", t.calls,
 		"durationMs", time.Since(start).Milliseconds()}
@@ -151,27 +208,28 @@ func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller
 		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
 	}
-	if t.unanswered.Load() != nil {
-		attrs = append(attrs, "stopped", "a prompt went unanswered")
+	if stop := t.stop.Load(); stop != nil {
+		attrs = append(attrs, "stopped", string(stop.reason))
 	}
 	release()
 	s.log.Info("turn finished", attrs...)
-	return ports.TurnResult{Response: response}, nil
+	return result, nil
 }
 
-// begin registers me as who's running turn. A turn of the same
-// conversation that is already ending (cancelled, out of time) is waited
-// for, up to WindDown; a live one refuses with [ErrBusy]; MaxTurns running
+// begin registers me as key's running turn. A turn of the same
+// conversation that is waiting on a prompt is superseded and waited for;
+// one that is already ending (cancelled, out of time) is waited for, up to
+// WindDown; a computing one refuses with [ErrBusy]; MaxTurns running
 // refuses with the count. A ctx that ends first refuses as not started.
-func (s *Session) begin(ctx context.Context, who ports.Principal, me *running) error {
+func (s *Session) begin(ctx context.Context, key convKey, me *running) error {
 	for {
 		if ctx.Err() != nil {
 			return errNotStarted
 		}
 		s.mu.Lock()
-		r, n := s.running[who], len(s.running)
+		r, n := s.running[key], len(s.running)
 		if r == nil && n < s.opts.MaxTurns {
-			s.running[who] = me
+			s.running[key] = me
 		}
 		s.mu.Unlock()
 		switch {
@@ -180,6 +238,9 @@ func (s *Session) begin(ctx context.Context, who ports.Principal, me *running) e
 		case r == nil:
 			s.log.Info("submission refused", "reason", "turn bound", "running", n)
 			return s.errFull
+		case r.prompts.Load() > 0 && r.ctx.Err() == nil && r.superseded.Err() == nil:
+			s.log.Info("turn superseded", "reason", "a new submission while a prompt waited")
+			r.supersede()
 		}
 		if !awaitEnd(ctx, r) {
 			if ctx.Err() != nil {
@@ -208,30 +269,40 @@ func logCause(err error) any {
 	return "failed (see the client's error)"
 }
 
-// runTurn runs t on ref's committed history and, when it ends with a
-// response, appends what the conversation keeps of it in one transaction:
-// the turn bounded once by boundTurn to HistoryBytes, its size counted by
-// messageSize, so the store's budget and the history's are one. A store
-// that cannot load or keep the turn fails it (a full disk:
-// [ports.ErrStoreFull]); the session keeps serving.
-func (s *Session) runTurn(t *turn, ref ports.ConversationRef) (string, error) {
-	turns, err := s.opts.Store.Load(t.ctx, ref)
-	if err != nil {
-		return "", s.storeFailed("loaded", err)
-	}
-	var history []ports.Message
-	for _, turn := range turns {
-		history = append(history, turn.Messages...)
-	}
+// runTurn runs t on history and, when it ends with a response, appends
+// what the conversation keeps of it to ref in one transaction, with o
+// (history's: the budget, the bound, the fork): its changes' diffs,
+// bounded to MaxTurnDiffBytes and half of HistoryBytes, and its messages
+// bounded once by boundTurn to the rest of HistoryBytes, their size
+// counted by messageSize and diffSize, so the store's budget and the
+// history's are one. A store that cannot keep the turn fails it (a full
+// disk: [ports.ErrStoreFull]); the session keeps serving.
+func (s *Session) runTurn(t *turn, ref ports.ConversationRef, history []ports.Message, o ports.AppendOptions) (ports.TurnResult, error) {
 	response, err := t.run(history)
 	if err != nil {
-		return "", err
+		return ports.TurnResult{}, err
 	}
-	kept := boundTurn(t.msgs, s.opts.HistoryBytes)
-	if err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Bytes: turnSize(kept)}, s.opts.HistoryBytes); err != nil {
-		return "", s.storeFailed("kept", err)
+	diffs, changed := t.changes.diffs(min(MaxTurnDiffBytes, s.opts.HistoryBytes/2))
+	dbytes := diffSize(diffs)
+	kept := boundTurn(t.msgs, s.opts.HistoryBytes-dbytes)
+	number, err := s.opts.Store.Append(t.ctx, ref, ports.Turn{Messages: kept, Changes: diffs, Bytes: turnSize(kept) + dbytes}, o)
+	if err != nil {
+		if msg := conversationRace(err, ref.Name, o.ForkFrom, o.MaxPerPrincipal); msg != "" {
+			return ports.TurnResult{}, errors.New(msg)
+		}
+		return ports.TurnResult{}, s.storeFailed("kept", err)
 	}
-	return response, nil
+	report := &ports.TurnReport{Conversation: ref.Name, Turn: number, ChangedFiles: changed, ToolCalls: t.toolCalls}
+	if report.ToolCalls == nil {
+		report.ToolCalls = []ports.ToolCallReport{}
+	}
+	if t.usage != nil {
+		report.Usage = *t.usage
+	}
+	if stop := t.stop.Load(); stop != nil {
+		report.Stopped = stop.reason
+	}
+	return ports.TurnResult{Response: response, Report: report}, nil
 }
 
 // storeFailed logs a store's error (it names the store's file and the

@@ -19,6 +19,7 @@ type turn struct {
 	s      *Session
 	ctx    context.Context
 	caller ports.Caller
+	r      *running // the turn as its conversation's running one
 	report *reporter
 	msgs   []ports.Message // this turn's messages: the prompt first
 	steps  int
@@ -27,9 +28,36 @@ type turn struct {
 	dropped int
 	// usage sums the steps' token counts, when the endpoint reports them.
 	usage *ports.TokenUsage
-	// unanswered names the tool whose prompt went unanswered for
-	// ApprovalTimeout; the turn stops after that call.
-	unanswered atomic.Pointer[string]
+	// toolCalls are the calls run, in order, for the turn's report.
+	toolCalls []ports.ToolCallReport
+	// changes are the files its tools changed.
+	changes changes
+	// stop says why the turn stops before the model finishes: set once,
+	// by a prompt that went unanswered for ApprovalTimeout or by a new
+	// submission superseding it; the turn stops after the call at hand.
+	stop atomic.Pointer[stopNote]
+}
+
+// stopNote is why a turn stopped early, and the tool whose prompt it was.
+type stopNote struct {
+	reason ports.StopReason
+	tool   string
+}
+
+// stopAt notes that the turn stops after tool's call, for reason, unless
+// it already stops for another.
+func (t *turn) stopAt(reason ports.StopReason, tool string) {
+	t.stop.CompareAndSwap(nil, &stopNote{reason, tool})
+}
+
+// stopAnswer is the response of a turn that stopped early.
+func (t *turn) stopAnswer(n *stopNote) string {
+	switch n.reason {
+	case ports.StopSuperseded:
+		return fmt.Sprintf("[agentmcp] This turn stopped: a new prompt came for this conversation while %s awaited approval, so that call was denied. The new prompt continues the conversation from here.", n.tool)
+	default:
+		return fmt.Sprintf("[agentmcp] This turn stopped: a prompt of %s went unanswered for %v, so it was denied. Submit another prompt to continue.", n.tool, t.s.opts.ApprovalTimeout)
+	}
 }
 
 // run loops model steps and tool calls until the model answers without
@@ -41,6 +69,7 @@ func (t *turn) run(history []ports.Message) (string, error) {
 		}
 		if t.steps == t.s.opts.MaxSteps {
 			answer := fmt.Sprintf("[agentmcp] This turn stopped after %d model steps without a final answer (the step limit). Submit another prompt to continue.", t.steps)
+			t.stopAt(ports.StopMaxSteps, "")
 			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: answer})
 			return answer, nil
 		}
@@ -83,12 +112,28 @@ func (t *turn) run(history []ports.Message) (string, error) {
 			}
 			return reply.Content, nil
 		}
-		for _, call := range calls {
+		for i, call := range calls {
 			result := t.runTool(call, tools)
 			if err := t.ctx.Err(); err != nil {
 				return "", err
 			}
 			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleTool, ToolCallID: call.ID, Content: capText(result, t.s.opts.MaxToolResultBytes)})
+			if t.r.superseded.Err() != nil {
+				t.stopAt(ports.StopSuperseded, call.Name)
+			}
+			if stop := t.stop.Load(); stop != nil {
+				// The rest of the step is not run: each call still gets
+				// its result, so the conversation stays valid.
+				why := "a prompt of " + stop.tool + " went unanswered"
+				if stop.reason == ports.StopSuperseded {
+					why = "a new prompt came while " + stop.tool + " awaited approval"
+				}
+				for _, rest := range calls[i+1:] {
+					t.msgs = append(t.msgs, ports.Message{Role: ports.RoleTool, ToolCallID: rest.ID,
+						Content: failure(rest.Name, "not run: the turn stopped before this call ("+why+")")})
+				}
+				break
+			}
 		}
 		if extra > 0 {
 			t.dropped += extra
@@ -96,8 +141,8 @@ func (t *turn) run(history []ports.Message) (string, error) {
 				"[agentmcp] %d more tool calls of that step were not run: at most %d run per model step. Call again, in the next step, those you still need.",
 				extra, t.s.opts.MaxToolCallsPerStep)})
 		}
-		if tool := t.unanswered.Load(); tool != nil {
-			answer := fmt.Sprintf("[agentmcp] This turn stopped: a prompt of %s went unanswered for %v, so it was denied. Submit another prompt to continue.", *tool, t.s.opts.ApprovalTimeout)
+		if stop := t.stop.Load(); stop != nil {
+			answer := t.stopAnswer(stop)
 			t.msgs = append(t.msgs, ports.Message{Role: ports.RoleAssistant, Content: answer})
 			return answer, nil
 		}
@@ -175,6 +220,7 @@ func (t *turn) runTool(call ports.ToolCall, tools []domain.Tool) string {
 	ctx, endCall := t.s.opts.Observer.StartToolCall(t.ctx, call.Name)
 	result, errorType := t.callTool(ctx, call, tools)
 	endCall(ports.ToolCallEnd{ErrorType: errorType})
+	t.toolCalls = append(t.toolCalls, ports.ToolCallReport{Name: reportedName(call.Name), OK: errorType == ""})
 	return result
 }
 
@@ -208,6 +254,23 @@ func (t *turn) callTool(ctx context.Context, call ports.ToolCall, tools []domain
 		return string(text), "tool_error"
 	}
 	return string(text), ""
+}
+
+// maxReportedName bounds a tool name in a turn's report: MCP's longest
+// tool name; an unknown tool's name is the model's and may be anything.
+const maxReportedName = 128
+
+// reportedName is name as a turn's report carries it: cut to
+// maxReportedName bytes on a UTF-8 boundary.
+func reportedName(name string) string {
+	if len(name) <= maxReportedName {
+		return name
+	}
+	cut := maxReportedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut]
 }
 
 // failure is a failed envelope's text, as the model reads it.

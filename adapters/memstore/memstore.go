@@ -4,9 +4,10 @@
 // process.
 //
 // Its bounds are the same as adapters/sqlite's: at most
-// [Options.MaxConversations] conversations (the least recently updated is
-// dropped first), at most [Options.MaxBytes] in all, and none older than
-// [Options.MaxAge] since its last turn.
+// [Options.MaxConversations] conversations and [Options.MaxBytes] in all
+// (at a bound, the least recently updated conversation of the principal
+// that holds the most goes first, the appending principal's own on a tie),
+// and none older than [Options.MaxAge] since its last turn.
 package memstore
 
 import (
@@ -38,10 +39,12 @@ type Store struct {
 }
 
 type conv struct {
-	turns   []ports.Turn
-	bytes   int64
-	updated time.Time
-	seq     uint64 // order of updates, for ties of updated
+	turns      []ports.Turn
+	bytes      int64
+	next       int    // the next turn's number
+	forkedFrom string // the name it was forked from
+	updated    time.Time
+	seq        uint64 // order of updates, for ties of updated
 }
 
 var _ ports.ConversationStore = (*Store)(nil)
@@ -66,27 +69,63 @@ func (s *Store) Load(_ context.Context, ref ports.ConversationRef) ([]ports.Turn
 	return slices.Clone(c.turns), nil
 }
 
-// Append adds turn to ref's conversation and applies the bounds.
-func (s *Store) Append(_ context.Context, ref ports.ConversationRef, turn ports.Turn, maxBytes int) error {
+// Append adds turn to ref's conversation (creating it, or forking it, as
+// [ports.ConversationStore] says) and applies the bounds.
+func (s *Store) Append(_ context.Context, ref ports.ConversationRef, turn ports.Turn, o ports.AppendOptions) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expire()
 	c, ok := s.convs[ref]
-	if !ok {
-		c = &conv{}
+	switch {
+	case ok && o.ForkFrom != "":
+		return 0, ports.ErrConversationExists
+	case !ok:
+		if o.MaxPerPrincipal > 0 && s.held(ref) >= o.MaxPerPrincipal {
+			return 0, ports.ErrConversationLimit
+		}
+		c = &conv{next: 1}
+		if o.ForkFrom != "" {
+			from, ok := s.convs[ref.Named(o.ForkFrom)]
+			if !ok {
+				return 0, ports.ErrNoConversation
+			}
+			c.forkedFrom = o.ForkFrom
+			for _, t := range from.turns {
+				if o.ForkThrough > 0 && t.Number > o.ForkThrough {
+					break
+				}
+				c.turns = append(c.turns, t)
+				c.bytes += int64(t.Bytes)
+				c.next = t.Number + 1
+			}
+		}
 		s.convs[ref] = c
 	}
+	turn.Number = c.next
 	turn.Messages = slices.Clone(turn.Messages)
+	turn.Changes = slices.Clone(turn.Changes)
+	c.next++
 	c.turns = append(slices.Clone(c.turns), turn)
 	c.bytes += int64(turn.Bytes)
-	for len(c.turns) > 1 && c.bytes > int64(maxBytes) {
+	for len(c.turns) > 1 && c.bytes > int64(o.MaxBytes) {
 		c.bytes -= int64(c.turns[0].Bytes)
 		c.turns = c.turns[1:]
 	}
 	s.seq++
 	c.updated, c.seq = s.opts.Now(), s.seq
-	s.expire()
 	s.bound(ref)
-	return nil
+	return turn.Number, nil
+}
+
+// held counts the conversations ref's principal holds on ref's root.
+func (s *Store) held(ref ports.ConversationRef) int {
+	n := 0
+	for r := range s.convs {
+		if r.Root == ref.Root && r.Principal == ref.Principal {
+			n++
+		}
+	}
+	return n
 }
 
 // expire drops conversations older than MaxAge.
@@ -102,32 +141,59 @@ func (s *Store) expire() {
 	}
 }
 
-// bound drops the least recently updated conversations (never keep) while
-// there are too many or they hold too many bytes.
+// bound drops conversations (never keep) while there are too many or they
+// hold too many bytes: each time the least recently updated one of the
+// principal that holds the most (conversations, or bytes), keep's
+// principal's own on a tie.
 func (s *Store) bound(keep ports.ConversationRef) {
-	var total int64
-	for _, c := range s.convs {
-		total += c.bytes
-	}
-	for (s.opts.MaxConversations > 0 && len(s.convs) > s.opts.MaxConversations) ||
-		(s.opts.MaxBytes > 0 && total > s.opts.MaxBytes) {
-		var oldest ports.ConversationRef
-		var oc *conv
+	for {
+		count := map[string]int64{}
+		size := map[string]int64{}
+		var total int64
 		for ref, c := range s.convs {
-			if ref != keep && (oc == nil || c.seq < oc.seq) {
-				oldest, oc = ref, c
-			}
+			count[ref.Principal]++
+			size[ref.Principal] += c.bytes
+			total += c.bytes
 		}
-		if oc == nil {
+		var held map[string]int64
+		switch {
+		case s.opts.MaxConversations > 0 && len(s.convs) > s.opts.MaxConversations:
+			held = count
+		case s.opts.MaxBytes > 0 && total > s.opts.MaxBytes:
+			held = size
+		default:
 			return
 		}
-		total -= oc.bytes
-		delete(s.convs, oldest)
+		var victim ports.ConversationRef
+		var vc *conv
+		for ref, c := range s.convs {
+			if ref != keep && (vc == nil || before(held, keep.Principal, ref, c, victim, vc)) {
+				victim, vc = ref, c
+			}
+		}
+		if vc == nil {
+			return
+		}
+		delete(s.convs, victim)
 	}
 }
 
-// List returns every conversation, the most recently updated first.
-func (s *Store) List(context.Context) ([]ports.ConversationInfo, error) {
+// before reports whether conversation a goes before b at a bound: its
+// principal holds more, or as much and is the appender's, or as much and
+// a is the older.
+func before(held map[string]int64, appender string, a ports.ConversationRef, ac *conv, b ports.ConversationRef, bc *conv) bool {
+	if ha, hb := held[a.Principal], held[b.Principal]; ha != hb {
+		return ha > hb
+	}
+	if ma, mb := a.Principal == appender, b.Principal == appender; ma != mb {
+		return ma
+	}
+	return ac.seq < bc.seq
+}
+
+// List returns the conversations f selects, the most recently updated
+// first.
+func (s *Store) List(_ context.Context, f ports.ConversationFilter) ([]ports.ConversationInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
@@ -137,9 +203,15 @@ func (s *Store) List(context.Context) ([]ports.ConversationInfo, error) {
 	}
 	var items []item
 	for ref, c := range s.convs {
-		items = append(items, item{ports.ConversationInfo{Ref: ref, Turns: len(c.turns), Bytes: c.bytes, Updated: c.updated}, c.seq})
+		if (f.Root != "" && ref.Root != f.Root) || (f.Principal != "" && ref.Principal != f.Principal) {
+			continue
+		}
+		items = append(items, item{ports.ConversationInfo{Ref: ref, ForkedFrom: c.forkedFrom, Turns: len(c.turns), Bytes: c.bytes, Updated: c.updated}, c.seq})
 	}
 	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(b.seq, a.seq) })
+	if f.Limit > 0 && len(items) > f.Limit {
+		items = items[:f.Limit]
+	}
 	out := make([]ports.ConversationInfo, len(items))
 	for i, it := range items {
 		out[i] = it.info

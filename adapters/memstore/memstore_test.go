@@ -10,7 +10,9 @@ import (
 )
 
 func TestContract(t *testing.T) {
-	porttest.TestConversationStore(t, func(*testing.T) ports.ConversationStore { return memstore.New(memstore.Options{}) })
+	porttest.TestConversationStore(t, func(_ *testing.T, b porttest.StoreBounds) ports.ConversationStore {
+		return memstore.New(memstore.Options{MaxConversations: b.MaxConversations, MaxBytes: b.MaxBytes})
+	})
 }
 
 // TestBounds: the least recently updated conversation goes first past the
@@ -21,19 +23,19 @@ func TestBounds(t *testing.T) {
 	ref := func(root string) ports.ConversationRef { return ports.RefOf(root, ports.Principal{}) }
 	turn := ports.Turn{Messages: []ports.Message{{Role: ports.RoleUser, Content: "x"}}, Bytes: 100}
 	for _, root := range []string{"/a", "/b", "/c"} {
-		if err := s.Append(t.Context(), ref(root), turn, 1000); err != nil {
+		if _, err := s.Append(t.Context(), ref(root), turn, ports.AppendOptions{MaxBytes: 1000}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, _ := s.List(t.Context())
+	list, _ := s.List(t.Context(), ports.ConversationFilter{})
 	if len(list) != 2 || list[0].Ref != ref("/c") || list[1].Ref != ref("/b") {
 		t.Fatalf("after three conversations with a cap of two: %+v, want /c, /b", list)
 	}
 	turn.Bytes = 200
-	if err := s.Append(t.Context(), ref("/b"), turn, 1000); err != nil {
+	if _, err := s.Append(t.Context(), ref("/b"), turn, ports.AppendOptions{MaxBytes: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.List(t.Context()); len(list) != 1 || list[0].Ref != ref("/b") {
+	if list, _ := s.List(t.Context(), ports.ConversationFilter{}); len(list) != 1 || list[0].Ref != ref("/b") {
 		t.Fatalf("300 bytes over a cap of 250: %+v, want /b alone", list)
 	}
 	now = now.Add(2 * time.Hour)

@@ -19,18 +19,25 @@
 // older file forward in one transaction, step by step, and refuses a file
 // of a newer version (written by a newer agentmcp) without touching it.
 //
-//	conversations(id, root, principal, turns, bytes, updated)  one per (root, principal)
-//	turns(conversation, seq, bytes, messages)                   messages: JSON, oldest seq first
-//	meta(key, value)                                            "opened": the last Open
+//	conversations(id, root, principal, name, forked_from, turns, bytes, updated)  one per (root, principal, name)
+//	turns(conversation, seq, bytes, messages, changes)                             seq: the turn's number; messages, changes: JSON
+//	meta(key, value)                                                               "opened": the last Open
+//
+// Version 2 (named conversations) made each conversation of version 1 the
+// default conversation ("default") of its root and principal, and added
+// the turns' changes (none for the turns before it).
 //
 // # Bounds
 //
-// Append drops the conversation's oldest whole turns beyond its byte
-// budget (the agent's 256 KiB), then the least recently updated other
-// conversations while there are more than [Options.MaxConversations] or
-// they hold more than [Options.MaxBytes], and every conversation not
-// updated within [Options.MaxAge] — in the same transaction. [Open] applies
-// the age limit too.
+// Append refuses a new conversation beyond the principal's
+// [ports.AppendOptions].MaxPerPrincipal, drops the conversation's oldest
+// whole turns beyond its byte budget (the agent's 256 KiB), then, while
+// there are more than [Options.MaxConversations] conversations or they
+// hold more than [Options.MaxBytes], the least recently updated
+// conversation of the principal that holds the most (the appending
+// principal's own on a tie; never the one appended to), and every
+// conversation not updated within [Options.MaxAge] — in the same
+// transaction. [Open] applies the age limit too.
 //
 // # Faults
 //
@@ -119,6 +126,27 @@ var migrations = []string{
 		PRIMARY KEY (conversation, seq)
 	) WITHOUT ROWID;
 	CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID; -- opened: the last Open, Unix milliseconds`,
+
+	// 2: named conversations and forks; each conversation of version 1 is
+	// its principal's default conversation. Turns keep their changes.
+	`CREATE TABLE conversations_v2 (
+		id          INTEGER PRIMARY KEY,
+		root        TEXT NOT NULL,
+		principal   TEXT NOT NULL,
+		name        TEXT NOT NULL,
+		forked_from TEXT NOT NULL DEFAULT '',
+		turns       INTEGER NOT NULL,
+		bytes       INTEGER NOT NULL,
+		updated     INTEGER NOT NULL, -- Unix milliseconds
+		UNIQUE (root, principal, name)
+	);
+	INSERT INTO conversations_v2 (id, root, principal, name, turns, bytes, updated)
+		SELECT id, root, principal, 'default', turns, bytes, updated FROM conversations;
+	DROP TABLE conversations;
+	ALTER TABLE conversations_v2 RENAME TO conversations;
+	CREATE INDEX conversations_updated ON conversations (updated);
+	CREATE INDEX conversations_principal ON conversations (principal);
+	ALTER TABLE turns ADD COLUMN changes TEXT; -- JSON: [{path, added, removed, diff}]; NULL: none`,
 }
 
 // SchemaVersion is the schema this package writes.
@@ -270,12 +298,18 @@ func (s *Store) fault(doing string, err error) error {
 }
 
 // write runs fn in one IMMEDIATE transaction; its error is [Store.fault]'s
-// line, wrapping [ports.ErrStoreFull] when the disk is full.
+// line, wrapping [ports.ErrStoreFull] when the disk is full, or fn's own
+// refusal ([ports.ErrConversationLimit] and its kin) as it is.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	err := s.tx(ctx, fn)
 	s.prepareWanted(ctx)
 	if err == nil {
 		return nil
+	}
+	for _, kind := range []error{ports.ErrConversationLimit, ports.ErrConversationExists, ports.ErrNoConversation} {
+		if errors.Is(err, kind) {
+			return err
+		}
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
@@ -406,6 +440,41 @@ func encode(msgs []ports.Message) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// fileDiff is a ports.FileDiff as stored.
+type fileDiff struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+	Diff    string `json:"diff"`
+}
+
+// encodeChanges is changes as stored: NULL when there are none.
+func encodeChanges(changes []ports.FileDiff) (any, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	out := make([]fileDiff, len(changes))
+	for i, c := range changes {
+		out[i] = fileDiff(c)
+	}
+	return json.Marshal(out)
+}
+
+func decodeChanges(b []byte) ([]ports.FileDiff, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var in []fileDiff
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	out := make([]ports.FileDiff, len(in))
+	for i, c := range in {
+		out[i] = ports.FileDiff(c)
+	}
+	return out, nil
+}
+
 func decode(b []byte) ([]ports.Message, error) {
 	var in []message
 	if err := json.Unmarshal(b, &in); err != nil {
@@ -423,10 +492,10 @@ func decode(b []byte) ([]ports.Message, error) {
 
 // Load returns ref's committed turns, oldest first.
 func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Turn, error) {
-	rows, err := s.query(ctx, nil, `SELECT t.bytes, t.messages FROM turns t
+	rows, err := s.query(ctx, nil, `SELECT t.seq, t.bytes, t.messages, t.changes FROM turns t
 		JOIN conversations c ON c.id = t.conversation
-		WHERE c.root = ? AND c.principal = ? AND c.updated >= ?
-		ORDER BY t.seq`, ref.Root, ref.Principal, s.cutoff())
+		WHERE c.root = ? AND c.principal = ? AND c.name = ? AND c.updated >= ?
+		ORDER BY t.seq`, ref.Root, ref.Principal, ref.Name, s.cutoff())
 	if err != nil {
 		return nil, s.fault("cannot read it", err)
 	}
@@ -434,11 +503,14 @@ func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Tu
 	var turns []ports.Turn
 	for rows.Next() {
 		var t ports.Turn
-		var b []byte
-		if err := rows.Scan(&t.Bytes, &b); err != nil {
+		var b, ch []byte
+		if err := rows.Scan(&t.Number, &t.Bytes, &b, &ch); err != nil {
 			return nil, s.fault("cannot read it", err)
 		}
-		if t.Messages, err = decode(b); err != nil {
+		if t.Messages, err = decode(b); err == nil {
+			t.Changes, err = decodeChanges(ch)
+		}
+		if err != nil {
 			return nil, s.fault("cannot read it", fmt.Errorf("a stored turn is not valid: %w", err))
 		}
 		turns = append(turns, t)
@@ -458,32 +530,93 @@ func (s *Store) cutoff() int64 {
 	return s.opts.Now().Add(-s.opts.MaxAge).UnixMilli()
 }
 
-// Append adds turn to ref's conversation and applies the bounds, in one
+// Append adds turn to ref's conversation (creating it, or forking it, as
+// [ports.ConversationStore] says) and applies the bounds, in one
 // transaction. A full disk is [ports.ErrStoreFull].
-func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn ports.Turn, maxBytes int) error {
+func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn ports.Turn, o ports.AppendOptions) (int, error) {
 	b, err := encode(turn.Messages)
 	if err != nil {
-		return fmt.Errorf("conversation store %s: the turn cannot be encoded: %w", s.path, err)
+		return 0, fmt.Errorf("conversation store %s: the turn cannot be encoded: %w", s.path, err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		now := s.opts.Now().UnixMilli()
-		var id int64
-		err := s.queryRow(ctx, tx, `INSERT INTO conversations (root, principal, turns, bytes, updated) VALUES (?, ?, 0, 0, ?)
-			ON CONFLICT (root, principal) DO UPDATE SET updated = excluded.updated RETURNING id`,
-			ref.Root, ref.Principal, now).Scan(&id)
+	changes, err := encodeChanges(turn.Changes)
+	if err != nil {
+		return 0, fmt.Errorf("conversation store %s: the turn's changes cannot be encoded: %w", s.path, err)
+	}
+	var number int
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.expire(ctx, tx); err != nil {
+			return err
+		}
+		id, err := s.conversation(ctx, tx, ref, o)
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO turns (conversation, seq, bytes, messages)
-			VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE conversation = ?), ?, ?)`,
-			id, id, turn.Bytes, b); err != nil {
+		if err := s.queryRow(ctx, tx, `INSERT INTO turns (conversation, seq, bytes, messages, changes)
+			VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE conversation = ?), ?, ?, ?) RETURNING seq`,
+			id, id, turn.Bytes, b, changes).Scan(&number); err != nil {
 			return err
 		}
-		if err := s.trim(ctx, tx, id, maxBytes); err != nil {
+		if err := s.trim(ctx, tx, id, o.MaxBytes); err != nil {
 			return err
 		}
-		return s.bound(ctx, tx, id)
+		return s.bound(ctx, tx, id, ref.Principal)
 	})
+	if err != nil {
+		return 0, err
+	}
+	return number, nil
+}
+
+// conversation returns the id of ref's conversation, updated now: the one
+// that exists, or a new one within o.MaxPerPrincipal, with o.ForkFrom's
+// turns (up to o.ForkThrough) when set.
+func (s *Store) conversation(ctx context.Context, tx *sql.Tx, ref ports.ConversationRef, o ports.AppendOptions) (int64, error) {
+	now := s.opts.Now().UnixMilli()
+	var id int64
+	err := s.queryRow(ctx, tx, `SELECT id FROM conversations WHERE root = ? AND principal = ? AND name = ?`,
+		ref.Root, ref.Principal, ref.Name).Scan(&id)
+	switch {
+	case err == nil && o.ForkFrom != "":
+		return 0, ports.ErrConversationExists
+	case err == nil:
+		_, err = s.exec(ctx, tx, `UPDATE conversations SET updated = ? WHERE id = ?`, now, id)
+		return id, err
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	}
+	if o.MaxPerPrincipal > 0 {
+		var held int
+		if err := s.queryRow(ctx, tx, `SELECT count(*) FROM conversations WHERE root = ? AND principal = ?`,
+			ref.Root, ref.Principal).Scan(&held); err != nil {
+			return 0, err
+		}
+		if held >= o.MaxPerPrincipal {
+			return 0, ports.ErrConversationLimit
+		}
+	}
+	var from int64
+	if o.ForkFrom != "" {
+		err := s.queryRow(ctx, tx, `SELECT id FROM conversations WHERE root = ? AND principal = ? AND name = ?`,
+			ref.Root, ref.Principal, o.ForkFrom).Scan(&from)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, ports.ErrNoConversation
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if err := s.queryRow(ctx, tx, `INSERT INTO conversations (root, principal, name, forked_from, turns, bytes, updated)
+		VALUES (?, ?, ?, ?, 0, 0, ?) RETURNING id`, ref.Root, ref.Principal, ref.Name, o.ForkFrom, now).Scan(&id); err != nil {
+		return 0, err
+	}
+	if o.ForkFrom != "" {
+		if _, err := s.exec(ctx, tx, `INSERT INTO turns (conversation, seq, bytes, messages, changes)
+			SELECT ?, seq, bytes, messages, changes FROM turns WHERE conversation = ? AND (? = 0 OR seq <= ?)`,
+			id, from, o.ForkThrough, o.ForkThrough); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
 }
 
 // trim drops conversation id's oldest whole turns until the rest fit
@@ -522,28 +655,46 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 	return err
 }
 
-// bound applies the store's bounds, never dropping conversation keep.
-func (s *Store) bound(ctx context.Context, tx *sql.Tx, keep int64) error {
+// bound applies the store's bounds, never dropping conversation keep: at
+// a bound, the least recently updated conversation of the principal that
+// holds the most goes first, principal's own (the appender's) on a tie.
+func (s *Store) bound(ctx context.Context, tx *sql.Tx, keep int64, principal string) error {
 	if err := s.expire(ctx, tx); err != nil {
 		return err
 	}
-	if s.opts.MaxConversations > 0 {
-		if err := s.drop(ctx, tx, `SELECT id FROM conversations WHERE id != ? ORDER BY updated, id
-			LIMIT max(0, (SELECT count(*) FROM conversations) - ?)`, keep, s.opts.MaxConversations); err != nil {
-			return err
+	// held is each principal's holding: its conversations, or its bytes.
+	for _, b := range []struct {
+		total, held string
+		max         int64
+	}{
+		{`SELECT count(*) FROM conversations`, `count(*)`, int64(s.opts.MaxConversations)},
+		{`SELECT coalesce(sum(bytes), 0) FROM conversations`, `sum(bytes)`, s.opts.MaxBytes},
+	} {
+		if b.max <= 0 {
+			continue
 		}
-	}
-	var total int64
-	if err := s.queryRow(ctx, tx, `SELECT coalesce(sum(bytes), 0) FROM conversations`).Scan(&total); err != nil {
-		return err
-	}
-	if s.opts.MaxBytes > 0 && total > s.opts.MaxBytes {
-		// The oldest conversations whose removal brings the total within
-		// MaxBytes: those whose running total, newest first, passes it.
-		if err := s.drop(ctx, tx, `SELECT id FROM (
-				SELECT id, sum(bytes) OVER (ORDER BY (id = ?) DESC, updated DESC, id DESC) AS running FROM conversations)
-			WHERE running > ? AND id != ?`, keep, s.opts.MaxBytes, keep); err != nil {
-			return err
+		victim := `WITH h AS (SELECT principal, ` + b.held + ` AS held FROM conversations GROUP BY principal)
+			SELECT c.id FROM conversations c JOIN h ON h.principal = c.principal
+			WHERE c.id != ? ORDER BY h.held DESC, (c.principal = ?) DESC, c.updated, c.id LIMIT 1`
+		for {
+			var total int64
+			if err := s.queryRow(ctx, tx, b.total).Scan(&total); err != nil {
+				return err
+			}
+			if total <= b.max {
+				break
+			}
+			var id int64
+			err := s.queryRow(ctx, tx, victim, keep, principal).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.deleteConversation(ctx, tx, id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -592,11 +743,16 @@ func (s *Store) deleteConversation(ctx context.Context, tx *sql.Tx, id int64) er
 	return err
 }
 
-// List returns every conversation within the age limit, the most recently
-// updated first.
-func (s *Store) List(ctx context.Context) ([]ports.ConversationInfo, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT root, principal, turns, bytes, updated FROM conversations
-		WHERE updated >= ? ORDER BY updated DESC, id DESC`, s.cutoff())
+// List returns the conversations f selects within the age limit, the
+// most recently updated first.
+func (s *Store) List(ctx context.Context, f ports.ConversationFilter) ([]ports.ConversationInfo, error) {
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.query(ctx, nil, `SELECT root, principal, name, forked_from, turns, bytes, updated FROM conversations
+		WHERE updated >= ? AND (? = '' OR root = ?) AND (? = '' OR principal = ?)
+		ORDER BY updated DESC, id DESC LIMIT ?`, s.cutoff(), f.Root, f.Root, f.Principal, f.Principal, limit)
 	if err != nil {
 		return nil, s.fault("cannot read it", err)
 	}
@@ -605,7 +761,7 @@ func (s *Store) List(ctx context.Context) ([]ports.ConversationInfo, error) {
 	for rows.Next() {
 		var c ports.ConversationInfo
 		var updated int64
-		if err := rows.Scan(&c.Ref.Root, &c.Ref.Principal, &c.Turns, &c.Bytes, &updated); err != nil {
+		if err := rows.Scan(&c.Ref.Root, &c.Ref.Principal, &c.Ref.Name, &c.ForkedFrom, &c.Turns, &c.Bytes, &updated); err != nil {
 			return nil, s.fault("cannot read it", err)
 		}
 		c.Updated = time.UnixMilli(updated)
@@ -621,7 +777,7 @@ func (s *Store) List(ctx context.Context) ([]ports.ConversationInfo, error) {
 func (s *Store) Delete(ctx context.Context, ref ports.ConversationRef) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var id int64
-		err := s.queryRow(ctx, tx, `SELECT id FROM conversations WHERE root = ? AND principal = ?`, ref.Root, ref.Principal).Scan(&id)
+		err := s.queryRow(ctx, tx, `SELECT id FROM conversations WHERE root = ? AND principal = ? AND name = ?`, ref.Root, ref.Principal, ref.Name).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

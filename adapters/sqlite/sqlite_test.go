@@ -31,9 +31,15 @@ func openT(t *testing.T, path string, opts Options) *Store {
 }
 
 func TestContract(t *testing.T) {
-	porttest.TestConversationStore(t, func(t *testing.T) ports.ConversationStore {
-		return openT(t, filepath.Join(t.TempDir(), FileName), Options{})
+	porttest.TestConversationStore(t, func(t *testing.T, b porttest.StoreBounds) ports.ConversationStore {
+		return openT(t, filepath.Join(t.TempDir(), FileName), Options{MaxConversations: b.MaxConversations, MaxBytes: b.MaxBytes})
 	})
+}
+
+// appendTurn is Append within maxBytes, without its number.
+func (s *Store) appendTurn(ctx context.Context, ref ports.ConversationRef, turn ports.Turn, maxBytes int) error {
+	_, err := s.Append(ctx, ref, turn, ports.AppendOptions{MaxBytes: maxBytes})
+	return err
 }
 
 var local = ports.RefOf("/work/a", ports.Principal{})
@@ -47,7 +53,7 @@ func turn(text string, bytes int) ports.Turn {
 func TestFileModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "agentmcp")
 	s := openT(t, filepath.Join(dir, FileName), Options{})
-	if err := s.Append(t.Context(), local, turn("hello", 10), 1000); err != nil {
+	if err := s.appendTurn(t.Context(), local, turn("hello", 10), 1000); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(dir)
@@ -73,19 +79,19 @@ func TestBounds(t *testing.T) {
 	ref := func(root string) ports.ConversationRef { return ports.RefOf(root, ports.Principal{}) }
 	for _, root := range []string{"/a", "/b", "/c"} {
 		now = now.Add(time.Second)
-		if err := s.Append(t.Context(), ref(root), turn(root, 100), 1000); err != nil {
+		if err := s.appendTurn(t.Context(), ref(root), turn(root, 100), 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, _ := s.List(t.Context())
+	list, _ := s.List(t.Context(), ports.ConversationFilter{})
 	if len(list) != 2 || list[0].Ref != ref("/c") || list[1].Ref != ref("/b") {
 		t.Fatalf("three conversations with a cap of two: %+v, want /c, /b", list)
 	}
 	now = now.Add(time.Second)
-	if err := s.Append(t.Context(), ref("/b"), turn("more", 200), 1000); err != nil {
+	if err := s.appendTurn(t.Context(), ref("/b"), turn("more", 200), 1000); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.List(t.Context()); len(list) != 1 || list[0].Ref != ref("/b") || list[0].Bytes != 300 || list[0].Turns != 2 {
+	if list, _ := s.List(t.Context(), ports.ConversationFilter{}); len(list) != 1 || list[0].Ref != ref("/b") || list[0].Bytes != 300 || list[0].Turns != 2 {
 		t.Fatalf("300 bytes over a cap of 250: %+v, want /b alone with 2 turns", list)
 	}
 	now = now.Add(2 * time.Hour)
@@ -113,7 +119,7 @@ func TestTwoProcessesShare(t *testing.T) {
 	for i, s := range []*Store{s1, s2} {
 		wg.Go(func() {
 			for j := range n {
-				errs <- s.Append(t.Context(), local, turn(fmt.Sprintf("p%d-%d", i, j), 10), 1<<20)
+				errs <- s.appendTurn(t.Context(), local, turn(fmt.Sprintf("p%d-%d", i, j), 10), 1<<20)
 			}
 		})
 	}
@@ -138,7 +144,7 @@ func TestFaults(t *testing.T) {
 	prepared := func(t *testing.T) string {
 		path := filepath.Join(t.TempDir(), FileName)
 		s := openT(t, path, Options{})
-		if err := s.Append(t.Context(), local, turn("kept", 10), 1000); err != nil {
+		if err := s.appendTurn(t.Context(), local, turn("kept", 10), 1000); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
@@ -193,7 +199,7 @@ func TestFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			return path, Options{}
-		}, "has schema version 99, newer than this agentmcp's 1: upgrade agentmcp"},
+		}, "has schema version 99, newer than this agentmcp's 2: upgrade agentmcp"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -222,13 +228,13 @@ func TestFaults(t *testing.T) {
 // there is room. SQLite's max_page_count stands in for a full disk.
 func TestFullDisk(t *testing.T) {
 	s := openT(t, filepath.Join(t.TempDir(), FileName), Options{})
-	if err := s.Append(t.Context(), local, turn("kept", 10), 1<<20); err != nil {
+	if err := s.appendTurn(t.Context(), local, turn("kept", 10), 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	var pages int
 	s.db.QueryRow("PRAGMA page_count").Scan(&pages)
 	s.db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages))
-	err := s.Append(t.Context(), local, turn(strings.Repeat("x", 64<<10), 10), 1<<20)
+	err := s.appendTurn(t.Context(), local, turn(strings.Repeat("x", 64<<10), 10), 1<<20)
 	if !errors.Is(err, ports.ErrStoreFull) || !strings.Contains(err.Error(), "the disk is full") {
 		t.Fatalf("Append on a full disk: %v, want ErrStoreFull", err)
 	}
@@ -236,7 +242,7 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("after a failed Append: %d turns, want 1", len(got))
 	}
 	s.db.Exec("PRAGMA max_page_count = 1073741823")
-	if err := s.Append(t.Context(), local, turn("room again", 10), 1<<20); err != nil {
+	if err := s.appendTurn(t.Context(), local, turn("room again", 10), 1<<20); err != nil {
 		t.Fatalf("Append with room again: %v", err)
 	}
 }
@@ -255,7 +261,7 @@ func TestMain(m *testing.M) {
 		}
 		start, _ := s.Load(context.Background(), local)
 		for i := len(start); ; i++ {
-			if err := s.Append(context.Background(), local, turn(strconv.Itoa(i), 1), 1<<30); err != nil {
+			if err := s.appendTurn(context.Background(), local, turn(strconv.Itoa(i), 1), 1<<30); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(3)
 			}
@@ -316,5 +322,79 @@ func TestKill9(t *testing.T) {
 				t.Fatalf("round %d: turn %d is %q", round, i, turn.Messages[0].Content)
 			}
 		}
+	}
+}
+
+// TestMigrateFromVersion1: a store written by agentmcp 21ef98f (schema
+// version 1, one conversation per root and principal; testdata/v1.db, see
+// testdata/README.md) opens as version 2 with every conversation its
+// principal's default conversation: the same turns, numbered from 1, the
+// same totals and update times, and no changes. Named conversations and
+// forks work on it at once, and it opens again unchanged.
+func TestMigrateFromVersion1(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "v1.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openT(t, path, Options{})
+	var v int
+	s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if v != SchemaVersion || SchemaVersion != 2 {
+		t.Fatalf("user_version %d after Open, want %d (2)", v, SchemaVersion)
+	}
+	project := ports.RefOf("/work/project", ports.Principal{})
+	alice := ports.RefOf("/work/project", ports.Principal{Issuer: "https://issuer.example", Subject: "alice", Client: "client-1"})
+	other := ports.RefOf("/work/other", ports.Principal{})
+	list, err := s.List(t.Context(), ports.ConversationFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ref     ports.ConversationRef
+		turns   int
+		bytes   int64
+		updated int64
+	}
+	var got []row
+	for _, c := range list {
+		got = append(got, row{c.Ref, c.Turns, c.Bytes, c.Updated.UnixMilli()})
+		if c.ForkedFrom != "" {
+			t.Errorf("%v: forked from %q", c.Ref, c.ForkedFrom)
+		}
+	}
+	want := []row{{other, 1, 158, 1767323050000}, {project, 2, 318, 1767323049000}, {alice, 1, 163, 1767323048000}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the migration List = %v\nwant %v", got, want)
+	}
+	turns, err := s.Load(t.Context(), project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 || turns[0].Number != 1 || turns[1].Number != 2 || turns[0].Changes != nil ||
+		turns[0].Messages[0].Content != "What does a.txt say?" || turns[1].Messages[3].Content != "Still alpha." ||
+		turns[0].Messages[1].ToolCalls[0].Name != "read_file" || turns[0].Messages[2].ToolCallID != "call_1" {
+		t.Errorf("the default conversation's turns after the migration: %+v", turns)
+	}
+	if turns, _ := s.Load(t.Context(), alice); len(turns) != 1 || turns[0].Messages[3].Content != "Hello, alice ✓" {
+		t.Errorf("alice's conversation after the migration: %+v", turns)
+	}
+
+	n, err := s.Append(t.Context(), project.Named("fork"), turn("forked", 10), ports.AppendOptions{MaxBytes: 1 << 20, ForkFrom: "default"})
+	if err != nil || n != 3 {
+		t.Fatalf("forking the migrated conversation: %d, %v; want turn 3", n, err)
+	}
+	if n, err := s.Append(t.Context(), project, turn("next", 10), ports.AppendOptions{MaxBytes: 1 << 20}); err != nil || n != 3 {
+		t.Fatalf("continuing the migrated conversation: %d, %v; want turn 3", n, err)
+	}
+	s.Close()
+	s = openT(t, path, Options{})
+	var check string
+	s.db.QueryRow("PRAGMA integrity_check").Scan(&check)
+	if got, _ := s.Load(t.Context(), project.Named("fork")); check != "ok" || len(got) != 3 {
+		t.Errorf("reopened: integrity %q, the fork has %d turns, want 3", check, len(got))
 	}
 }

@@ -150,7 +150,7 @@ func (panicSession) RuntimeTools(context.Context) ([]domain.Tool, error) {
 func (panicSession) InvokeTool(context.Context, string, json.RawMessage, ports.Caller) (domain.Envelope, error) {
 	return domain.Envelope{Success: true, ToolName: "panic"}, nil
 }
-func (panicSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+func (panicSession) Submit(context.Context, ports.Submission, ports.Caller) (ports.TurnResult, error) {
 	return ports.TurnResult{}, ports.Refused("no turns")
 }
 

@@ -158,9 +158,10 @@ func (s *Session) editFile(ctx context.Context, args toolArgs, caller ports.Call
 		}
 		return nil
 	}
-	if err := s.replace(p, dirs, edited, st.Mode().Perm(), false, verify); err != nil {
+	if err := s.replace(p, dirs, edited, st.Mode().Perm(), false, verify, nil); err != nil {
 		return nil, err
 	}
+	ports.ReportChange(caller, ports.FileChange{Path: p.display, Before: data, After: edited})
 	sum := sha256.Sum256(edited)
 	return editResult{Path: p.display, Replacements: n, Bytes: len(edited), SHA256: hex.EncodeToString(sum[:])}, nil
 }

@@ -600,9 +600,31 @@ func (s *Session) writeFile(ctx context.Context, args toolArgs, caller ports.Cal
 			return nil, fmt.Errorf("%q was not overwritten: no answer whether to overwrite it or keep it", p.display)
 		}
 	}
-	if err := s.replace(p, dirs, []byte(content), perm, created, nil); err != nil {
+	// A caller that keeps changes (the agent, for its turn's diffs) gets
+	// the file's old content, read at write time from the very file
+	// replaced (at most MaxWriteBytes: a larger one is reported unread).
+	var read func(dir *os.Root, base string)
+	var old []byte
+	unread := false
+	if !created && ports.WantsChanges(caller) {
+		read = func(dir *os.Root, base string) {
+			f, err := dir.OpenFile(base, os.O_RDONLY|openNonblock, 0)
+			if err != nil {
+				unread = true
+				return
+			}
+			data, ok, err := readCapped(f, MaxWriteBytes)
+			f.Close()
+			old, unread = data, err != nil || !ok
+			if unread {
+				old = nil
+			}
+		}
+	}
+	if err := s.replace(p, dirs, []byte(content), perm, created, nil, read); err != nil {
 		return nil, err
 	}
+	ports.ReportChange(caller, ports.FileChange{Path: p.display, Before: old, After: []byte(content), Created: created, BeforeUnread: unread})
 	sum := sha256.Sum256([]byte(content))
 	return writeResult{Path: p.display, Bytes: len(content), Created: created, SHA256: hex.EncodeToString(sum[:])}, nil
 }
@@ -735,8 +757,11 @@ func (s *Session) changed(display string, isDir bool) error {
 //
 // verify, when not nil, is called with the verified directory and p's name
 // in it once the target has been found to be a regular file: edit_file
-// checks there that the file is still the one it read.
-func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool, verify func(dir *os.Root, base string) error) error {
+// checks there that the file is still the one it read. read, when not nil,
+// is called the same way when the target is a regular file (write_file
+// reads the content it replaces there, for a caller that keeps changes).
+func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.FileMode, created bool,
+	verify func(dir *os.Root, base string) error, read func(dir *os.Root, base string)) error {
 	dir, closeDir, err := s.openDirs(dirs)
 	if err != nil {
 		return err
@@ -758,6 +783,11 @@ func (s *Session) replace(p relPath, dirs []checkedDir, data []byte, perm fs.Fil
 	if verify != nil {
 		if err := verify(dir, base); err != nil {
 			return err
+		}
+	}
+	if read != nil && !created {
+		if st, err := dir.Lstat(base); err == nil && st.Mode().IsRegular() {
+			read(dir, base)
 		}
 	}
 

@@ -411,7 +411,7 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 // Submit refuses every submission: with [ErrNoModel], or [ErrClosed] after
 // Close. Turns are the agent loop's (adapters/agent), which wraps this
 // session when a model is configured.
-func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (s *Session) Submit(ctx context.Context, _ ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	if s.closed.Load() {
 		return ports.TurnResult{}, ErrClosed
 	}

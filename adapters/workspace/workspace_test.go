@@ -289,7 +289,7 @@ func TestArguments(t *testing.T) {
 
 func TestSubmitWithoutModel(t *testing.T) {
 	s, _ := newSession(t, nil)
-	_, err := s.Submit(t.Context(), "hello", ports.ClosedCaller{})
+	_, err := s.Submit(t.Context(), ports.Submission{Prompt: "hello"}, ports.ClosedCaller{})
 	if !errors.Is(err, ports.ErrRefused) || !errors.Is(err, workspace.ErrNoModel) {
 		t.Fatalf("Submit = %v, want a refusal (ErrNoModel)", err)
 	}
@@ -310,7 +310,7 @@ func TestClose(t *testing.T) {
 	if _, err := s.InvokeTool(t.Context(), "read_file", json.RawMessage(`{"path":"a.txt"}`), ports.ClosedCaller{}); !errors.Is(err, workspace.ErrClosed) {
 		t.Errorf("InvokeTool after Close = %v, want ErrClosed", err)
 	}
-	if _, err := s.Submit(t.Context(), "p", nil); !errors.Is(err, workspace.ErrClosed) {
+	if _, err := s.Submit(t.Context(), ports.Submission{Prompt: "p"}, nil); !errors.Is(err, workspace.ErrClosed) {
 		t.Errorf("Submit after Close = %v, want ErrClosed", err)
 	}
 }

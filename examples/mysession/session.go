@@ -99,8 +99,8 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 }
 
 // Submit implements [ports.Session]: the turn answers at once.
-func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
-	return ports.TurnResult{Response: "noted: " + prompt}, nil
+func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
+	return ports.TurnResult{Response: "noted: " + sub.Prompt}, nil
 }
 
 func ok2(name string, result any) domain.Envelope {

@@ -41,12 +41,12 @@ func (q *Quick) InvokeTool(ctx context.Context, name string, args json.RawMessag
 }
 
 // Submit counts the turn and runs it bounded.
-func (q *Quick) Submit(ctx context.Context, prompt string, c ports.Caller) (ports.TurnResult, error) {
+func (q *Quick) Submit(ctx context.Context, s ports.Submission, c ports.Caller) (ports.TurnResult, error) {
 	q.calls.Add(1)
-	if prompt == "slow" {
-		prompt = "quick"
+	if s.Prompt == "slow" {
+		s.Prompt = "quick"
 	}
-	return q.Session.Submit(ctx, prompt, c)
+	return q.Session.Submit(ctx, s, c)
 }
 
 // Calls is how many tool calls and turns have reached the session.

@@ -170,9 +170,10 @@ func (s *Session) InvokeTool(ctx context.Context, name string, args json.RawMess
 	return domain.Envelope{}, fmt.Errorf("no such tool %q", name)
 }
 
-func (s *Session) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	s.note("submit")
 	defer s.done("submit")
+	prompt := sub.Prompt
 	switch prompt {
 	case "refuse":
 		return ports.TurnResult{}, ports.Refused("session is busy")

@@ -51,6 +51,8 @@ const (
 	goLandlock = "github.com/landlock-lsm/go-landlock/..."
 	xSys       = "golang.org/x/sys/..."
 	psx        = "kernel.org/pub/linux/libs/security/libcap/psx"
+	// udiff diffs a turn's file changes (the agent's stored turn diffs).
+	udiff = "github.com/aymanbagabas/go-udiff/..."
 )
 
 // sqliteDeps is modernc.org/sqlite and what it pulls in: its C library
@@ -96,7 +98,7 @@ var Rules = []Rule{
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
 	{"adapters/workspace", append([]string{logs, doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock)"},
 	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
-	{"adapters/agent", append([]string{logs, "adapters/memstore"}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default"},
+	{"adapters/agent", append([]string{logs, "adapters/memstore", udiff}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default, go-udiff diffs a turn's changes"},
 	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
 	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},

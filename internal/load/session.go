@@ -50,6 +50,6 @@ func (Session) InvokeTool(ctx context.Context, name string, args json.RawMessage
 }
 
 // Submit answers with the prompt.
-func (Session) Submit(_ context.Context, prompt string, _ ports.Caller) (ports.TurnResult, error) {
-	return ports.TurnResult{Response: prompt}, nil
+func (Session) Submit(_ context.Context, s ports.Submission, _ ports.Caller) (ports.TurnResult, error) {
+	return ports.TurnResult{Response: s.Prompt}, nil
 }

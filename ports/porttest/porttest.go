@@ -220,7 +220,7 @@ func (r *run) submit(ctx context.Context, prompt string, c *Recorder, start <-ch
 		if start != nil {
 			<-start
 		}
-		res, err := r.f.Session.Submit(ctx, prompt, c)
+		res, err := r.f.Session.Submit(ctx, ports.Submission{Prompt: prompt}, c)
 		c.Finish()
 		ch <- outcome{turn: res, err: err}
 	}()

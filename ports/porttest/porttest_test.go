@@ -124,7 +124,8 @@ func (s *fake) InvokeTool(ctx context.Context, name string, _ json.RawMessage, c
 	return fail(domain.UnknownToolMessage(name))
 }
 
-func (s *fake) Submit(ctx context.Context, prompt string, caller ports.Caller) (ports.TurnResult, error) {
+func (s *fake) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
+	prompt := sub.Prompt
 	if !s.turnMu.TryLock() {
 		if s.bug == refusalNotMarked {
 			return ports.TurnResult{}, errors.New("busy")
@@ -180,7 +181,7 @@ func (s *fake) fixture() Fixture {
 // session does; its Submit refuses (or, with refusalNotMarked, fails).
 type noTurns struct{ *fake }
 
-func (s noTurns) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+func (s noTurns) Submit(context.Context, ports.Submission, ports.Caller) (ports.TurnResult, error) {
 	if s.bug == refusalNotMarked {
 		return ports.TurnResult{}, errors.New("no model")
 	}

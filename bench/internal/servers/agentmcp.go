@@ -51,7 +51,7 @@ func (echoSession) InvokeTool(_ context.Context, name string, args json.RawMessa
 	return domain.Envelope{Success: true, ToolName: name, Result: args}, nil
 }
 
-func (echoSession) Submit(context.Context, string, ports.Caller) (ports.TurnResult, error) {
+func (echoSession) Submit(context.Context, ports.Submission, ports.Caller) (ports.TurnResult, error) {
 	return ports.TurnResult{}, ports.Refused("no turns in the benchmark")
 }
 
@@ -185,7 +185,7 @@ func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait 
 // read_file's size: the completed task the tasks/get row reads.
 type workspaceSession struct{ *workspace.Session }
 
-func (s workspaceSession) Submit(ctx context.Context, _ string, c ports.Caller) (ports.TurnResult, error) {
+func (s workspaceSession) Submit(ctx context.Context, _ ports.Submission, c ports.Caller) (ports.TurnResult, error) {
 	env, err := s.InvokeTool(ctx, "read_file", json.RawMessage(`{"path":"`+wire.FileName+`"}`), c)
 	if err != nil {
 		return ports.TurnResult{}, err
@@ -234,4 +234,11 @@ func startAgentmcpWorkspace(ctx context.Context) (url, token string, stop func(c
 	return ep.URL, ep.Token, func(ctx context.Context) error {
 		return errors.Join(stopHost(ctx), ws.Close(), os.RemoveAll(root))
 	}, nil
+}
+
+// AgentmcpCommand runs agentmcp's command line in this process (app.Main)
+// with args, its output to stdout and stderr, and returns its exit code:
+// the CLI rows of bench/store ("conversations list").
+func AgentmcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return app.Main(ctx, args, nil, stdout, stderr)
 }
