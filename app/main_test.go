@@ -16,6 +16,7 @@ import (
 // test that serves the agent without --state-dir out of the home directory.
 func TestMain(m *testing.M) {
 	landlock.Main()
+	probeMain() // a sandboxed command's probe (sandboxprobe_test.go)
 	// serveEnv makes this test binary run app.Main with its arguments
 	// instead of the tests (record_test.go: the stdio server agentmcp
 	// record starts and the replays run, without building the command).

@@ -13,8 +13,8 @@
 // [--system-prompt-file PATH] [--max-turns N] [--state-dir DIR | --ephemeral]:
 // the agent behind agent_submit, on an OpenAI-compatible endpoint (the key
 // from OPENAI_API_KEY), its conversations kept in DIR; and
-// --allow-commands [--no-sandbox]: the run_command tool, sandboxed with
-// Landlock unless --no-sandbox.
+// --allow-commands [--sandbox bubblewrap|landlock|none] [--command-network]:
+// the run_command tool, sandboxed with bubblewrap and Landlock by default.
 //
 // Flags take one dash or two (-root, --root). Help goes to stdout with
 // status 0; a usage error prints one line and the usage on stderr with

@@ -1,0 +1,203 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"os/user"
+	"sync"
+
+	"github.com/agentmcp/agentmcp/adapters/bubblewrap"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
+	"github.com/agentmcp/agentmcp/adapters/workspace"
+)
+
+// The sandboxes of run_command (docs/SPEC.md §9 "The sandbox").
+const (
+	sandboxBubblewrap = "bubblewrap"
+	sandboxLandlock   = "landlock"
+	sandboxNone       = "none"
+)
+
+// sandboxKind is --sandbox: bubblewrap (the default), landlock or none,
+// checked as the flag is parsed.
+type sandboxKind struct {
+	name string
+	set  bool
+}
+
+func (k *sandboxKind) String() string {
+	if k.name == "" {
+		return sandboxBubblewrap
+	}
+	return k.name
+}
+
+func (k *sandboxKind) Set(v string) error {
+	switch v {
+	case sandboxBubblewrap, sandboxLandlock, sandboxNone:
+		k.name, k.set = v, true
+		return nil
+	}
+	return errors.New("must be bubblewrap, landlock or none")
+}
+
+// commandFlags are run_command's flags, every serve command's.
+type commandFlags struct {
+	allow, noSandbox, network *bool
+	sandbox                   sandboxKind
+}
+
+func addCommandFlags(fs *flag.FlagSet) *commandFlags {
+	c := &commandFlags{
+		allow: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
+			"sandboxed (--sandbox)"),
+		noSandbox: fs.Bool("no-sandbox", false, "the same as --sandbox none"),
+		network:   fs.Bool("command-network", false, "let sandboxed commands use the network (off by default; the approval dialog says which)"),
+	}
+	fs.Var(&c.sandbox, "sandbox", "run_command's `SANDBOX`: bubblewrap (the default: a mount namespace with the system read-only, "+
+		"the workspace read-write, your home, /tmp and /run hidden, no network; Landlock inside), landlock (Landlock alone, weaker: "+
+		"for where bubblewrap cannot run) or none")
+	return c
+}
+
+// kind is the sandbox the flags choose.
+func (c *commandFlags) kind() string {
+	if *c.noSandbox {
+		return sandboxNone
+	}
+	return c.sandbox.String()
+}
+
+// hiddenPaths are the server's own files that no command may reach, even
+// inside the root (docs/SPEC.md §9 "The sandbox"): the conversation
+// store's directory, a token file, a socket. Carriers add theirs as they
+// make them; the sandbox reads the list at each command.
+type hiddenPaths struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (h *hiddenPaths) add(paths ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range paths {
+		if p != "" {
+			h.paths = append(h.paths, p)
+		}
+	}
+}
+
+func (h *hiddenPaths) list() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.paths...)
+}
+
+// What the approval dialog says each sandbox lets a command reach, one
+// line each (docs/SPEC.md §9 "The sandbox").
+const (
+	reachBubblewrap = "can read: the system's files; your home directory, /tmp, /run and the server's own state are hidden\n" +
+		"can write: only the workspace root (not its .git), a private /tmp and a private home\n" +
+		"cannot: see or signal other processes, make device nodes, change anything outside the workspace"
+	reachLandlock = "WEAKER sandbox (Landlock alone): it CAN read every file you can, connect to local Unix sockets, " +
+		"change file modes and times outside the workspace, and write the workspace's .git\n" +
+		"can write: only under the workspace root and a private temporary directory\n" +
+		"cannot: signal or trace other processes, make device nodes"
+	reachNoNetwork         = "\nnetwork: none"
+	reachLandlockNoNetwork = "\nnetwork: no TCP (UDP is refused only from Landlock ABI 10)"
+	reachNetwork           = "\nnetwork: ALLOWED (--command-network)"
+)
+
+// commands configures run_command from --allow-commands, --sandbox
+// (--no-sandbox) and --command-network: nil without --allow-commands;
+// otherwise sandboxed as --sandbox says. A sandbox this machine cannot run
+// fails start-up with one line that says what to install or choose.
+func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
+	c := f.cmds
+	kind := c.kind()
+	switch {
+	case *c.noSandbox && c.sandbox.set && c.sandbox.name != sandboxNone:
+		logger.Error("--no-sandbox is --sandbox none: give one or the other")
+		return nil, false
+	case !*c.allow && (*c.noSandbox || c.sandbox.set || *c.network):
+		logger.Error("--sandbox, --no-sandbox and --command-network configure run_command, which --allow-commands turns on: add --allow-commands")
+		return nil, false
+	case !*c.allow:
+		return nil, true
+	case kind == sandboxNone && *c.network:
+		logger.Error("--command-network opens the sandbox's network; without a sandbox (--sandbox none) commands have it anyway: leave it out")
+		return nil, false
+	case f.carrier == "remote" && kind != sandboxBubblewrap:
+		logger.Error("serve remote --allow-commands needs --sandbox bubblewrap: without it one principal's command could read " +
+			"another's conversations (under Landlock alone commands read every file the server can)")
+		return nil, false
+	case kind == sandboxNone:
+		logger.Warn("run_command is on WITHOUT a sandbox (--sandbox none): an approved command can do whatever this user can")
+		return &workspace.Commands{Name: sandboxNone}, true
+	}
+	abi, err := landlockAvailable()
+	if err != nil {
+		logger.Error("--allow-commands sandboxes commands with Landlock (inside bubblewrap, or alone with --sandbox landlock), and " +
+			err.Error() + ": add --sandbox none to run them without a sandbox")
+		return nil, false
+	}
+	network := *c.network
+	if kind == sandboxLandlock {
+		reach := reachLandlock + reachNetwork
+		if !network {
+			reach = reachLandlock + reachLandlockNoNetwork
+		}
+		logger.Warn("run_command is sandboxed with Landlock alone (--sandbox landlock): commands can read every file this user can, "+
+			"reach local Unix sockets and change file modes outside the workspace", "abi", abi, "network", network)
+		return &workspace.Commands{Name: sandboxLandlock, Reach: reach, Sandbox: func(argv, writable []string) ([]string, error) {
+			return landlock.Wrap(argv, landlock.Options{Writable: writable, Network: network})
+		}}, true
+	}
+	privileged := os.Geteuid() == 0
+	launcher, err := os.Open(landlock.Launcher) // this very binary, whatever is put at its path later
+	if err != nil {
+		logger.Error("--allow-commands runs its sandbox launcher from this program's executable, which cannot be opened: " + err.Error())
+		return nil, false
+	}
+	bw, err := newBubblewrap(bubblewrap.Options{Network: network, Hide: f.hidden.list, Homes: homes(),
+		RuntimeDir: os.Getenv("XDG_RUNTIME_DIR"), AdminLauncher: privileged, Launcher: launcher})
+	if err != nil {
+		launcher.Close()
+		logger.Error("--allow-commands sandboxes commands with bubblewrap, and " + err.Error() +
+			"; or start with --sandbox landlock for the weaker sandbox (Landlock alone)")
+		return nil, false
+	}
+	reach := reachBubblewrap + reachNoNetwork
+	if network {
+		reach = reachBubblewrap + reachNetwork
+	}
+	logger.Info("run_command is on, sandboxed with bubblewrap and Landlock", "bwrap", bw.Bwrap(), "abi", abi, "network", network)
+	f.closeAfter = launcher
+	return &workspace.Commands{Name: sandboxBubblewrap, Reach: reach, Files: bw.Files(), Sandbox: func(argv, writable []string) ([]string, error) {
+		root, temp := writable[0], writable[1]
+		inner, err := landlock.Wrap(argv, landlock.Options{Writable: bw.Writable(root), Network: network, ReadOnlyDevices: privileged})
+		if err != nil {
+			return nil, err
+		}
+		return bw.Wrap(inner, root, temp)
+	}}, true
+}
+
+// homes are the home directories a bubblewrap sandbox hides: $HOME and
+// the account's, when they differ.
+func homes() []string {
+	h := []string{os.Getenv("HOME")}
+	if u, err := user.Current(); err == nil {
+		h = append(h, u.HomeDir)
+	}
+	return h
+}
+
+// landlockAvailable is landlock.Available and newBubblewrap
+// bubblewrap.New; tests replace them to play a machine without either.
+var (
+	landlockAvailable = landlock.Available
+	newBubblewrap     = bubblewrap.New
+)
