@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 	// instead of the tests (record_test.go: the stdio server agentmcp
 	// record starts and the replays run, without building the command).
 	if os.Getenv(serveEnv) == "1" {
+		app.KeepSecretsOutOfEnvironment(os.Args[1:]) // as agentmcp's main does
 		os.Exit(app.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	// Keep the tests' conversation stores out of the home directory.

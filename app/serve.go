@@ -20,6 +20,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -292,7 +293,7 @@ func (f *serveFlags) openSessionParts(logger *slog.Logger, observer ports.Observ
 	if baseURL == "" {
 		baseURL = os.Getenv("OPENAI_BASE_URL")
 	}
-	key := os.Getenv("OPENAI_API_KEY")
+	key := secretenv.Getenv("OPENAI_API_KEY") // read back from the pipe KeepSecretsOutOfEnvironment used
 	model, err := openai.New(openai.Options{Model: *f.model, BaseURL: baseURL, APIKey: key, Logger: logger})
 	if err != nil {
 		ws.Close()

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -75,31 +76,22 @@ type Commands struct {
 	Reach string
 }
 
-// secretWords are the words that, anywhere in an environment variable's
-// name (any case), keep it from a command's environment.
-var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}
-
 // commandEnv is the environment of a command: the server's, less every
-// variable whose name holds one of secretWords (OPENAI_API_KEY among
-// them) and of SSH_AUTH_SOCK and GPG_AGENT_INFO (an agent's socket signs
-// with the user's keys), with TMPDIR, TMP and TEMP set to the private
-// temporary directory.
+// variable that holds a secret by its name or its value (secretenv.IsSecret:
+// OPENAI_API_KEY, GITHUB_PAT, DATABASE_URL, a URL with a password) and less
+// SSH_AUTH_SOCK and GPG_AGENT_INFO (an agent's socket signs with the user's
+// keys), with TMPDIR, TMP and TEMP set to the private temporary directory.
 func commandEnv(tmp string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		upper := strings.ToUpper(name)
-		secret := false
-		for _, w := range secretWords {
-			secret = secret || strings.Contains(upper, w)
-		}
-		switch upper {
+		name, value, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(name) {
 		case "TMPDIR", "TMP", "TEMP": // replaced below
-			secret = true
+			continue
 		case "SSH_AUTH_SOCK", "GPG_AGENT_INFO": // they hand out the user's keys
-			secret = true
+			continue
 		}
-		if !secret {
+		if !secretenv.IsSecret(name, value) {
 			env = append(env, kv)
 		}
 	}

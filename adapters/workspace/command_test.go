@@ -188,17 +188,21 @@ func TestRunCommandUnsandboxedWritesOutside(t *testing.T) {
 }
 
 // TestRunCommandEnvironment: no variable whose name says key, token,
-// secret or password reaches the command; the rest does.
+// secret, password or personal access token, no DATABASE_URL and no URL
+// with a password reaches the command; the rest does.
 func TestRunCommandEnvironment(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"OPENAI_API_KEY", "sk-test-openai"}, {"GITHUB_TOKEN", "ghp-test"}, {"my_secret", "s3"},
 		{"DB_PASSWORD", "pw"}, {"AWS_SECRET_ACCESS_KEY", "aws"}, {"SSH_AUTH_SOCK", "/run/agent.sock"}, {"AGENTMCP_VISIBLE", "shown"},
+		{"GITHUB_PAT", "ghpat-test"}, {"SECRET_KEY_BASE", "rails-base"}, {"PGPASSWORD", "pg-test"},
+		{"DATABASE_URL", "postgres://app@db/x"}, {"HTTPS_PROXY", "http://u:proxy-pw@proxy:3128"},
 	} {
 		t.Setenv(kv[0], kv[1])
 	}
 	s, _ := commandSession(t, true, nil)
 	res := run(t, s, "env; cat /proc/self/environ")
-	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY", "agent.sock"} {
+	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY", "agent.sock",
+		"ghpat-test", "rails-base", "pg-test", "postgres://", "proxy-pw"} {
 		if strings.Contains(res.Output, secret) {
 			t.Errorf("the command saw %q", secret)
 		}
