@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 	"github.com/agentmcp/agentmcp/internal/waitfor"
 )
 
@@ -128,5 +131,26 @@ func TestProgressTextOverStdio(t *testing.T) {
 	answer := waitfor.Value(t, got, 10*time.Second, "the turn's answer")
 	if text, isErr := submitText(t, answer); isErr || text != "The answer is being written now, slowly." {
 		t.Errorf("answer %q (error %v)", text, isErr)
+	}
+}
+
+// TestStateDirOwnerChecked: serve refuses a state directory that others
+// can write (or that another user owns: adapters/sqlite's test), in one
+// line, and so does agentmcp conversations (issue 32).
+func TestStateDirOwnerChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	var stderr syncbuf.Buffer
+	code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--model", "m",
+		"--model-url", "http://127.0.0.1:1/v1", "--no-model-probe", "--state-dir", dir}, strings.NewReader(""), io.Discard, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 1 || !strings.Contains(stderr.String(), "refusing it") || !strings.Contains(lines[len(lines)-1], "can be written by others") {
+		t.Errorf("serve over a world-writable state dir: exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conversations.db")); err == nil {
+		t.Error("a store was made in the refused state dir")
 	}
 }

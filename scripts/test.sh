@@ -73,14 +73,16 @@ ts_packages() {
 	fi
 }
 
-# The security tests (the command sandbox and its launcher) once more as an unprivileged user, each package's
+# The security tests (the command sandbox and its launcher, the state
+# directory's owner) once more as an unprivileged user, each package's
 # test binary built as root and run under setpriv in a directory of that
 # user's: what a sandbox stops must not depend on running as root.
 security_tests=(
-	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags"
+	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags|TestStateDirOwner"
 	"adapters/landlock:."
 	"adapters/bubblewrap:."
 	"adapters/workspace:TestRunCommand"
+	"adapters/sqlite:TestOpenRefuses"
 )
 unprivileged() {
 	if [[ "$(id -u)" != 0 ]]; then
