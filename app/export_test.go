@@ -17,3 +17,6 @@ func SetNewBubblewrap(f func(bubblewrap.Options) (*bubblewrap.Sandbox, error)) (
 	newBubblewrap = f
 	return func() { newBubblewrap = old }
 }
+
+// SecretValues is agentmcp record's secretValues.
+var SecretValues = secretValues
