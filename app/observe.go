@@ -121,7 +121,7 @@ func startMetrics(addr netip.AddrPort, m *metrics.Metrics, logger *slog.Logger) 
 			Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
 			ConnState: ln.ConnState, // how the cap learns which connections are idle
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+			ErrorLog:  slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		},
 		done: make(chan struct{}),
 	}

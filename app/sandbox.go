@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
@@ -133,56 +134,114 @@ func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
 		logger.Error("serve remote --allow-commands needs --sandbox bubblewrap: without it one principal's command could read " +
 			"another's conversations (under Landlock alone commands read every file the server can)")
 		return nil, false
-	case kind == sandboxNone:
+	}
+	sb, err := NewCommandSandbox(SandboxOptions{Kind: kind, Network: *c.network, Hide: f.hidden.list})
+	if err != nil {
+		logger.Error(err.Error())
+		return nil, false
+	}
+	switch kind {
+	case sandboxNone:
 		logger.Warn("run_command is on WITHOUT a sandbox (--sandbox none): an approved command can do whatever this user can")
-		return &workspace.Commands{Name: sandboxNone}, true
+	case sandboxLandlock:
+		logger.Warn("run_command is sandboxed with Landlock alone (--sandbox landlock): commands can read every file this user can, "+
+			"reach local Unix sockets and change file modes outside the workspace", "abi", sb.abi, "network", *c.network)
+	default:
+		logger.Info("run_command is on, sandboxed with bubblewrap and Landlock", "bwrap", sb.bwrap, "abi", sb.abi, "network", *c.network)
+	}
+	f.closeAfter = sb
+	return sb.Commands, true
+}
+
+// SandboxOptions configure [NewCommandSandbox].
+type SandboxOptions struct {
+	// Kind is "bubblewrap" (the default when empty), "landlock" or "none".
+	Kind string
+	// Network lets sandboxed commands use the network.
+	Network bool
+	// Hide returns, at each command, the paths masked from it even inside
+	// the root (bubblewrap only; see adapters/bubblewrap's Options.Hide).
+	Hide func() []string
+}
+
+// CommandSandbox is run_command's sandbox: the workspace's Commands and
+// what they hold open.
+type CommandSandbox struct {
+	*workspace.Commands
+	launcher *os.File // bubblewrap's launcher executable; nil otherwise
+	abi      int
+	bwrap    string
+}
+
+// Close releases what the sandbox holds; commands must not run after it.
+func (s *CommandSandbox) Close() error {
+	if s.launcher == nil {
+		return nil
+	}
+	return s.launcher.Close()
+}
+
+// NewCommandSandbox builds run_command's sandbox as agentmcp serve
+// --allow-commands does (docs/SPEC.md §9 "The sandbox"), for a host that
+// serves adapters/workspace itself: the Commands compose
+// adapters/bubblewrap around adapters/landlock's launcher, or the
+// launcher alone, or nothing. The launcher is this process's own
+// executable, so main (or TestMain) must call landlock.Main first. Its
+// error is one line that says what is missing and what to choose instead.
+func NewCommandSandbox(o SandboxOptions) (*CommandSandbox, error) {
+	kind := o.Kind
+	if kind == "" {
+		kind = sandboxBubblewrap
+	}
+	network := o.Network
+	switch kind {
+	case sandboxNone:
+		return &CommandSandbox{Commands: &workspace.Commands{Name: sandboxNone}}, nil
+	case sandboxLandlock, sandboxBubblewrap:
+	default:
+		return nil, fmt.Errorf("unknown sandbox %q: bubblewrap, landlock or none", kind)
 	}
 	abi, err := landlockAvailable()
 	if err != nil {
-		logger.Error("--allow-commands sandboxes commands with Landlock (inside bubblewrap, or alone with --sandbox landlock), and " +
+		return nil, errors.New("--allow-commands sandboxes commands with Landlock (inside bubblewrap, or alone with --sandbox landlock), and " +
 			err.Error() + ": add --sandbox none to run them without a sandbox")
-		return nil, false
 	}
-	network := *c.network
 	if kind == sandboxLandlock {
 		reach := reachLandlock + reachNetwork
 		if !network {
 			reach = reachLandlock + reachLandlockNoNetwork
 		}
-		logger.Warn("run_command is sandboxed with Landlock alone (--sandbox landlock): commands can read every file this user can, "+
-			"reach local Unix sockets and change file modes outside the workspace", "abi", abi, "network", network)
-		return &workspace.Commands{Name: sandboxLandlock, Reach: reach, Sandbox: func(argv, writable []string) ([]string, error) {
-			return landlock.Wrap(argv, landlock.Options{Writable: writable, Network: network})
-		}}, true
+		return &CommandSandbox{abi: abi, Commands: &workspace.Commands{Name: sandboxLandlock, Reach: reach,
+			Sandbox: func(argv, writable []string) ([]string, error) {
+				return landlock.Wrap(argv, landlock.Options{Writable: writable, Network: network})
+			}}}, nil
 	}
 	privileged := os.Geteuid() == 0
 	launcher, err := os.Open(landlock.Launcher) // this very binary, whatever is put at its path later
 	if err != nil {
-		logger.Error("--allow-commands runs its sandbox launcher from this program's executable, which cannot be opened: " + err.Error())
-		return nil, false
+		return nil, errors.New("--allow-commands runs its sandbox launcher from this program's executable, which cannot be opened: " + err.Error())
 	}
-	bw, err := newBubblewrap(bubblewrap.Options{Network: network, Hide: f.hidden.list, Homes: homes(),
+	bw, err := newBubblewrap(bubblewrap.Options{Network: network, Hide: o.Hide, Homes: homes(),
 		RuntimeDir: os.Getenv("XDG_RUNTIME_DIR"), AdminLauncher: privileged, Launcher: launcher})
 	if err != nil {
 		launcher.Close()
-		logger.Error("--allow-commands sandboxes commands with bubblewrap, and " + err.Error() +
+		return nil, errors.New("--allow-commands sandboxes commands with bubblewrap, and " + err.Error() +
 			"; or start with --sandbox landlock for the weaker sandbox (Landlock alone)")
-		return nil, false
 	}
 	reach := reachBubblewrap + reachNoNetwork
 	if network {
 		reach = reachBubblewrap + reachNetwork
 	}
-	logger.Info("run_command is on, sandboxed with bubblewrap and Landlock", "bwrap", bw.Bwrap(), "abi", abi, "network", network)
-	f.closeAfter = launcher
-	return &workspace.Commands{Name: sandboxBubblewrap, Reach: reach, Files: bw.Files(), Sandbox: func(argv, writable []string) ([]string, error) {
-		root, temp := writable[0], writable[1]
-		inner, err := landlock.Wrap(argv, landlock.Options{Writable: bw.Writable(root), Network: network, ReadOnlyDevices: privileged})
-		if err != nil {
-			return nil, err
-		}
-		return bw.Wrap(inner, root, temp)
-	}}, true
+	return &CommandSandbox{abi: abi, bwrap: bw.Bwrap(), launcher: launcher, Commands: &workspace.Commands{Name: sandboxBubblewrap, Reach: reach, Files: bw.Files(),
+		Sandbox: func(argv, writable []string) ([]string, error) {
+			root, temp := writable[0], writable[1]
+			inner, err := landlock.Wrap(argv, landlock.Options{Writable: bw.Writable(root), Network: network,
+				ReadOnlyDevices: privileged, OwnPIDNamespace: true})
+			if err != nil {
+				return nil, err
+			}
+			return bw.Wrap(inner, root, temp)
+		}}}, nil
 }
 
 // homes are the home directories a bubblewrap sandbox hides: $HOME and

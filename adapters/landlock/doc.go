@@ -25,6 +25,8 @@
 //     domain wherever it went, so none outlives the call. Where the kernel
 //     cannot scope signals (before ABI 6; checked, never assumed) it kills
 //     its children instead, round after round, until none is left.
+//     Inside a PID namespace of its own (Options.OwnPIDNamespace) the
+//     namespace does this, and the launcher starts at the second stage.
 //   - the second stage, on one locked OS thread, drops every capability,
 //     sets no_new_privs, enters a nested domain with the command's rules
 //     and execs the command from that thread. Nested, the command can
@@ -75,4 +77,9 @@ type Options struct {
 	// user namespace (bubblewrap's --cap-add), which the command never
 	// gets. Only for a launcher inside a mount namespace of its own.
 	ReadOnlyDevices bool
+	// OwnPIDNamespace says the command runs in a PID namespace of its own
+	// whose end kills every process in it (bubblewrap's): the launcher
+	// then goes straight to the second stage, without the keeper — one Go
+	// program started instead of two.
+	OwnPIDNamespace bool
 }

@@ -33,6 +33,7 @@ const (
 	flagNetwork  = "-network"
 	flagDevices  = "-ro-devices"
 	flagStage2   = "-stage2"
+	flagOwnPIDNS = "-own-pid-namespace"
 	flagNoScopes = "-no-scoped-kill" // tests: the keeper's fallback where signals cannot be scoped
 )
 
@@ -79,6 +80,9 @@ func (o Options) flags() []string {
 	if o.ReadOnlyDevices {
 		f = append(f, flagDevices)
 	}
+	if o.OwnPIDNamespace {
+		f = append(f, flagOwnPIDNS)
+	}
 	return f
 }
 
@@ -110,6 +114,8 @@ func launch(args []string) error {
 			stage2 = true
 		case flagNoScopes:
 			scopedKill = false
+		case flagOwnPIDNS:
+			o.OwnPIDNamespace = true
 		default:
 			return fmt.Errorf("unknown launcher flag %q", args[0])
 		}
@@ -125,7 +131,15 @@ func launch(args []string) error {
 	if _, err := Available(); err != nil {
 		return err // fail closed: never run the command unrestricted
 	}
-	if stage2 {
+	switch {
+	case stage2:
+		return execRestricted(o, argv)
+	case o.OwnPIDNamespace: // the namespace ends the command's processes: no keeper
+		if o.ReadOnlyDevices {
+			if err := remountDevicesReadOnly(); err != nil {
+				return err
+			}
+		}
 		return execRestricted(o, argv)
 	}
 	return keep(o, argv, scopedKill)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
@@ -234,4 +235,29 @@ func startAgentmcpWorkspace(ctx context.Context) (url, token string, stop func(c
 	return ep.URL, ep.Token, func(ctx context.Context) error {
 		return errors.Join(stopHost(ctx), ws.Close(), os.RemoveAll(root))
 	}, nil
+}
+
+// LauncherMain makes this process run_command's sandbox launcher when it
+// was started as one (adapters/landlock re-executes the running binary):
+// call it first in main or TestMain of whatever uses SandboxCommand.
+func LauncherMain() { landlock.Main() }
+
+// SandboxCommand returns how agentmcp serve --allow-commands --sandbox
+// kind ("none", "landlock" or "bubblewrap") starts argv over root with the
+// private temporary directory temp: the argument vector and the files its
+// first process gets as descriptors 3, ... . close releases them.
+func SandboxCommand(kind string, argv []string, root, temp string) (cmd []string, files []*os.File, close func(), err error) {
+	sb, err := app.NewCommandSandbox(app.SandboxOptions{Kind: kind})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if sb.Sandbox == nil {
+		return argv, nil, func() { sb.Close() }, nil
+	}
+	cmd, err = sb.Sandbox(argv, []string{root, temp})
+	if err != nil {
+		sb.Close()
+		return nil, nil, nil, err
+	}
+	return cmd, sb.Files, func() { sb.Close() }, nil
 }
