@@ -296,24 +296,42 @@ func gitBinds(root string) []string {
 }
 
 // gitDirs returns the git directory dir (relative to root or absolute)
-// and its common directory, those that exist.
+// and its common directory, those that are git directories (isGitDir).
+// What a .git file names is the workspace's to say, so a command may have
+// written it: only a git directory is ever bound, never a directory the
+// sandbox hides otherwise (a home, a runtime directory).
 func gitDirs(root, dir string) []string {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)
 	}
-	var out []string
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	dir = filepath.Clean(dir)
+	if !isGitDir(dir) {
 		return nil
 	}
-	out = append(out, filepath.Clean(dir))
+	out := []string{dir}
 	if data, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
 		common := strings.TrimSpace(string(data))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(dir, common)
 		}
-		if fi, err := os.Stat(common); err == nil && fi.IsDir() && !slicesContain(out, filepath.Clean(common)) {
-			out = append(out, filepath.Clean(common))
+		if common = filepath.Clean(common); isGitDir(common) && !slicesContain(out, common) {
+			out = append(out, common)
 		}
 	}
 	return out
+}
+
+// isGitDir reports whether dir is a git directory: a directory named .git
+// or beneath one (a worktree's .git/worktrees/NAME, a submodule's
+// .git/modules/NAME) holding a HEAD file.
+func isGitDir(dir string) bool {
+	if !slicesContain(strings.Split(dir, "/"), ".git") {
+		return false
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	head, err := os.Stat(filepath.Join(dir, "HEAD"))
+	return err == nil && head.Mode().IsRegular()
 }

@@ -158,6 +158,7 @@ func TestWrapGitReadOnly(t *testing.T) {
 	write(t, filepath.Join(gitdir, "HEAD"), "ref: refs/heads/w\n")
 	write(t, filepath.Join(gitdir, "commondir"), "../..\n")
 	write(t, filepath.Join(common, "config"), "[core]\n")
+	write(t, filepath.Join(common, "HEAD"), "ref: refs/heads/main\n")
 	wt := dirIn(t, "bw-wt-")
 	write(t, filepath.Join(wt, ".git"), "gitdir: "+gitdir+"\n")
 	plain := dirIn(t, "bw-plain-")
@@ -172,6 +173,16 @@ ls "$3"`, gitdir, common, home)
 	want := "gitdir: " + gitdir + "\nref: refs/heads/w\n[core]\ndotgit read-only\ngitdir read-only\ncommon read-only\nrepo\n"
 	if err != nil || out != want {
 		t.Errorf("worktree: %v\n%s\nwant:\n%s", err, out, want)
+	}
+	// A .git file a command wrote, naming a hidden directory that is no git
+	// directory (a home, a runtime directory), binds nothing.
+	secret := filepath.Join(home, ".ssh")
+	write(t, filepath.Join(secret, "id_ed25519"), "PRIVATE")
+	planted := dirIn(t, "bw-planted-")
+	write(t, filepath.Join(planted, ".git"), "gitdir: "+secret+"\n")
+	out, err = run(t, s, planted, t.TempDir(), `cat "$1/id_ed25519" 2>/dev/null || echo still hidden`, secret)
+	if err != nil || out != "still hidden\n" {
+		t.Errorf("a planted gitdir: %v %q", err, out)
 	}
 	out, err = run(t, s, plain, t.TempDir(), `{ echo x >> .git/config; } 2>/dev/null || echo config read-only
 mv .git moved 2>/dev/null || echo not moved`)
