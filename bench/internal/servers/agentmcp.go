@@ -16,8 +16,8 @@ import (
 	"path/filepath"
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
-	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
