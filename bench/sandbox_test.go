@@ -51,8 +51,10 @@ func TestSandboxesRunTrue(t *testing.T) {
 // from the server's fork to its wait returning — under each sandbox, side
 // by side in one run (go test -run '^$' -bench SandboxStart): the
 // landlock and bubblewrap rows over the none row are what a command pays
-// for its sandbox.
+// for its sandbox. Each row after the first also prints its ratio to the
+// rows before it, measured in the same run (x-none, x-landlock).
 func BenchmarkSandboxStart(b *testing.B) {
+	measured := map[string]float64{} // ms/start of the rows run so far
 	for _, kind := range sandboxes {
 		b.Run(kind, func(b *testing.B) {
 			_, run := startTrue(b, kind)
@@ -61,7 +63,17 @@ func BenchmarkSandboxStart(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/start")
+			ms := float64(b.Elapsed().Microseconds()) / float64(b.N) / 1000
+			b.ReportMetric(ms, "ms/start")
+			for _, before := range sandboxes {
+				if before == kind {
+					break
+				}
+				if m := measured[before]; m > 0 {
+					b.ReportMetric(ms/m, "x-"+before)
+				}
+			}
+			measured[kind] = ms
 		})
 	}
 }
