@@ -56,7 +56,8 @@ func (r *stdioRun) callAllowing(t *testing.T, line string) (string, []string) {
 // MCP client that approves through elicitation, and a scripted model:
 // the model edits one line of a 10,000-line file (one approval, the
 // client's dialog showing the diff), finds files by a ** pattern, runs a
-// checker with approval (sandboxed with Landlock) and reads its output.
+// checker with approval (in the default sandbox: bubblewrap, Landlock
+// inside) and reads its output.
 func TestServeStdioAgentTools(t *testing.T) {
 	if _, err := landlock.Available(); err != nil {
 		t.Skip(err)
@@ -115,7 +116,7 @@ func TestServeStdioAgentTools(t *testing.T) {
 	for id, want := range map[string][]string{
 		"e": {`"success":true`, `"replacements":1`},
 		"f": {`"files":["main.go","pkg/ok.go","pkg/sub/bad.go"]`, `"ignored":1`},
-		"r": {`"exitCode":0`, `pkg/sub/bad.go\n`, `sandboxed\n`, `"sandboxed":true`},
+		"r": {`"exitCode":0`, `pkg/sub/bad.go\n`, `sandboxed\n`, `"sandboxed":true`, `"sandbox":"bubblewrap"`},
 	} {
 		for _, w := range want {
 			if !strings.Contains(results[id], w) {
