@@ -261,8 +261,9 @@ func (s *sandboxServer) refused(what, command string) {
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
-// listen makes a Unix socket listening at path (on name, abstract, when
-// path starts with "@") and accepting until the test ends.
+// listen makes a listener on network and address (a Unix socket's
+// address "@name" is abstract), accepting and closing connections until
+// the test ends.
 func listen(t *testing.T, network, address string) net.Listener {
 	t.Helper()
 	ln, err := net.Listen(network, address)
