@@ -47,9 +47,13 @@ calls: an approval lets the session write files under DIR. Over HTTP only
 2026-07-28 clients can be asked; the start-up log says who can approve.
 
 --allow-commands adds run_command: one shell command per approval, in DIR,
-sandboxed with Landlock (writes only under DIR and a private temporary
-directory). Where the kernel has no Landlock it refuses to start unless
---no-sandbox is also given.
+sandboxed. --sandbox bubblewrap (the default) runs it in bubblewrap, with
+Landlock inside: the system read-only, DIR writable (its .git read-only), a
+private /tmp and home, your home, /tmp, /run and the server's state hidden,
+no other process, no network unless --command-network. --sandbox landlock
+is Landlock alone, weaker (it can read all your files), for where bubblewrap
+cannot run; --sandbox none (or --no-sandbox) runs commands unsandboxed.
+Where the sandbox cannot run it refuses to start and says what to install.
 
 --metrics-listen IP:PORT serves Prometheus metrics at /metrics on a listener
 of its own (off by default). The HTTP carriers answer GET /healthz and

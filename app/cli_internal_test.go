@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 func TestServerVersion(t *testing.T) {
@@ -209,5 +211,19 @@ func TestWrap(t *testing.T) {
 	want := []string{"a bb ccc", "dddd", "eeeeeeeeeeee", "f"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("wrap = %q, want %q", got, want)
+	}
+}
+
+// TestWriteChangeEscapesTheDiff: conversations show prints a stored diff
+// (file content the model wrote) escaped line by line, tabs kept and no
+// line indented, so it stays a patch and drives no terminal (issue 32's
+// escaping, applied to issue 31's diffs).
+func TestWriteChangeEscapesTheDiff(t *testing.T) {
+	var b strings.Builder
+	writeChange(&b, ports.FileDiff{Path: "a\x1b]0;t\a.go", Added: 1, Removed: 1,
+		Diff: "--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-\told\n+\tnew\x1b]52;c;eA==\a\n"})
+	want := "[changed a\\x1b]0;t\\a.go +1 -1]\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-\told\n+\tnew\\x1b]52;c;eA==\\a\n"
+	if b.String() != want {
+		t.Errorf("writeChange printed\n%q\nwant\n%q", b.String(), want)
 	}
 }

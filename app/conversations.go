@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentmcp/agentmcp/adapters/sqlite"
 	"github.com/agentmcp/agentmcp/domain"
@@ -166,8 +168,8 @@ func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel se
 		return nil
 	}
 	for _, c := range list {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d bytes\t%s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name,
-			count(c.Turns, "turn"), c.Bytes, c.Updated.UTC().Format(time.RFC3339), forkedFrom(c))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d bytes\t%s%s\n", terminalSafe(c.Ref.Root, false), terminalSafe(principalLabel(c.Ref.Principal), false),
+			terminalSafe(c.Ref.Name, false), count(c.Turns, "turn"), c.Bytes, c.Updated.UTC().Format(time.RFC3339), forkedFrom(c))
 	}
 	return nil
 }
@@ -178,7 +180,7 @@ func forkedFrom(c ports.ConversationInfo) string {
 	if c.ForkedFrom == "" {
 		return ""
 	}
-	return "\tforked from " + c.ForkedFrom
+	return "\tforked from " + terminalSafe(c.ForkedFrom, false)
 }
 
 // principalLabel shortens a stored remote principal's hash for people.
@@ -195,15 +197,16 @@ func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel se
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "no conversations of %s\n", sel.root)
+		fmt.Fprintf(w, "no conversations of %s\n", terminalSafe(sel.root, false))
 		return nil
 	}
 	for i, c := range list {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "# %s (%s) %s, %s, last %s%s\n", c.Ref.Root, principalLabel(c.Ref.Principal), c.Ref.Name, count(c.Turns, "turn"),
-			c.Updated.UTC().Format(time.RFC3339), strings.ReplaceAll(forkedFrom(c), "\t", ", "))
+		fmt.Fprintf(w, "# %s (%s) %s, %s, last %s%s\n", terminalSafe(c.Ref.Root, false), terminalSafe(principalLabel(c.Ref.Principal), false),
+			terminalSafe(c.Ref.Name, false), count(c.Turns, "turn"), c.Updated.UTC().Format(time.RFC3339),
+			strings.ReplaceAll(forkedFrom(c), "\t", ", "))
 		turns, err := s.Load(ctx, c.Ref)
 		if err != nil {
 			return err
@@ -222,30 +225,62 @@ func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel se
 }
 
 // writeMessage prints one stored message for a person: its role, then its
-// text, tool calls or tool result.
+// text, tool calls or tool result, each through terminalSafe (what the
+// model or a tool wrote must not drive the terminal or pass for a header).
 func writeMessage(w io.Writer, m ports.Message) {
+	role := terminalSafe(string(m.Role), false)
 	switch {
 	case m.Role == ports.RoleTool:
-		fmt.Fprintf(w, "[tool result %s] %s\n", m.ToolCallID, m.Content)
+		fmt.Fprintf(w, "[tool result %s] %s\n", terminalSafe(m.ToolCallID, false), terminalSafe(m.Content, true))
 	case len(m.ToolCalls) > 0:
 		if m.Content != "" {
-			fmt.Fprintf(w, "[%s] %s\n", m.Role, m.Content)
+			fmt.Fprintf(w, "[%s] %s\n", role, terminalSafe(m.Content, true))
 		}
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(w, "[%s calls %s %s] %s\n", m.Role, c.Name, c.ID, c.Arguments)
+			fmt.Fprintf(w, "[%s calls %s %s] %s\n", role, terminalSafe(c.Name, false), terminalSafe(c.ID, false), terminalSafe(c.Arguments, true))
 		}
 	default:
-		fmt.Fprintf(w, "[%s] %s\n", m.Role, m.Content)
+		fmt.Fprintf(w, "[%s] %s\n", role, terminalSafe(m.Content, true))
 	}
 }
 
 // writeChange prints one file a turn changed: its path and line counts,
-// then its unified diff.
+// then its unified diff, each line through terminalSafe as a message is (a
+// diff is file content: it must not drive the terminal either).
 func writeChange(w io.Writer, d ports.FileDiff) {
-	fmt.Fprintf(w, "[changed %s +%d -%d]\n%s", d.Path, d.Added, d.Removed, d.Diff)
-	if d.Diff != "" && !strings.HasSuffix(d.Diff, "\n") {
-		fmt.Fprintln(w)
+	fmt.Fprintf(w, "[changed %s +%d -%d]\n", terminalSafe(d.Path, false), d.Added, d.Removed)
+	if diff := strings.TrimSuffix(d.Diff, "\n"); diff != "" {
+		// Line by line and not indented, so it stays a diff patch(1) reads;
+		// no diff line starts with "[" as a message header does.
+		for line := range strings.SplitSeq(diff, "\n") {
+			fmt.Fprintf(w, "%s\n", terminalSafe(line, true))
+		}
 	}
+}
+
+// terminalSafe is stored text made safe for a terminal, escaped as the
+// approval dialog escapes (docs/SPEC.md §6, strconv.Quote's rules): every
+// rune that is not printable — C0 and C1 controls (ESC: OSC 52 clipboard
+// writes, window titles, cursor moves), DEL, bidirectional and other
+// format characters — as its Go escape (\x1b, \u202e), invalid UTF-8 as
+// U+FFFD. A newline is escaped too unless multiline, where each line after
+// the first is indented two spaces, so no stored line starts as a message
+// header ("[user] ...") does.
+func terminalSafe(s string, multiline bool) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' && multiline:
+			b.WriteString("\n  ")
+		case r == '\t' && multiline, unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }
 
 func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {

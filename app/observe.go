@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/metrics"
+	"github.com/agentmcp/agentmcp/internal/netcap"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -92,11 +93,25 @@ type metricsServer struct {
 	done chan struct{}
 }
 
+// MetricsMaxConns caps the metrics listener's open connections
+// (docs/SPEC.md §13): a scraper needs one or two; past the cap idle ones
+// are closed to make room and the rest wait in the kernel's backlog, so
+// connections left open there cannot take the process's descriptors from
+// the MCP listener.
+const MetricsMaxConns = 16
+
 // startMetrics listens on addr and serves m's handler at exactly /metrics
-// (anything else 404), with header and idle timeouts.
+// (anything else 404), with header, read, write and idle timeouts and
+// MetricsMaxConns connections at most (internal/netcap, as the MCP
+// listeners).
 func startMetrics(addr netip.AddrPort, m *metrics.Metrics, logger *slog.Logger) (*metricsServer, error) {
-	ln, err := net.Listen("tcp", addr.String())
+	raw, err := net.Listen("tcp", addr.String())
 	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	ln, err := netcap.NewListener(raw, netcap.Limits{Total: MetricsMaxConns})
+	if err != nil {
+		raw.Close()
 		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -105,7 +120,8 @@ func startMetrics(addr netip.AddrPort, m *metrics.Metrics, logger *slog.Logger) 
 		srv: &http.Server{
 			Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+			ConnState: ln.ConnState, // how the cap learns which connections are idle
+			ErrorLog:  slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		},
 		done: make(chan struct{}),
 	}

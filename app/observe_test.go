@@ -114,3 +114,57 @@ func freePort(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+const metricsMaxConns = app.MetricsMaxConns
+
+// TestMetricsListenerCapsConnections: idle connections to the metrics
+// listener cannot take the process's descriptors from /mcp: past its cap
+// the listener holds no more of them (the kernel's backlog holds the
+// rest, idle ones are closed to make room), and a scrape and an MCP call
+// are still served (issue 32).
+func TestMetricsListenerCapsConnections(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	ln := freePort(t)
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	r := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath, "--metrics-listen", ln)
+	if r.url == "" {
+		t.Fatalf("no URL; stderr:\n%s", r.stderr)
+	}
+	sockets := func() int {
+		entries, _ := os.ReadDir("/proc/self/fd")
+		n := 0
+		for _, e := range entries {
+			if target, _ := os.Readlink("/proc/self/fd/" + e.Name()); strings.HasPrefix(target, "socket:") {
+				n++
+			}
+		}
+		return n
+	}
+	before := sockets()
+	const idle = 200
+	for range idle {
+		c, err := net.Dial("tcp", ln)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	resp, err := http.Get("http://" + ln + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /metrics past 200 idle connections: %d", resp.StatusCode)
+	}
+	// This process holds the 200 client ends; the server may hold its cap
+	// of them (and one waiting for a slot) beside the scrape's.
+	if held := sockets() - before - idle; held > metricsMaxConns+4 {
+		t.Errorf("the metrics listener holds %d connections; its cap is %d", held, metricsMaxConns)
+	}
+	tok, _ := os.ReadFile(tokenPath)
+	call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/agentmcp/agentmcp/internal/record"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 )
 
 // recordCommand is "agentmcp record --out FILE -- COMMAND [ARGS...]": a
@@ -24,16 +26,18 @@ var recordCommand = &command{
 	synopsis: "--out FILE [flags] -- COMMAND [ARGS...]",
 	about: `Point the MCP client at agentmcp record instead of the server: it starts
 COMMAND, passes the client's lines to its stdin and its stdout back, and
-writes FILE (mode 0600) when the client closes stdin and COMMAND has ended.
+writes FILE when the client closes stdin and COMMAND has ended: a new file of
+mode 0600 renamed over FILE (a symbolic link is refused, never followed).
 FILE replays with the transcript package (docs/SPEC.md §11).
 
 Secrets never reach FILE: minted requestState values become {{requestState}}
-and {{state ID}} references; "Bearer ..." values, the values of the
-environment variables named by --secret-env and of every variable whose name
-ends in _KEY, _TOKEN, _SECRET or holds PASSWORD become REDACTED; an
-elicitation answer keeps only the content members named by --keep (default
-decision, the permission dialog's). COMMAND's arguments and environment are
-not written.`,
+and {{state ID}} references; "Bearer ..." values, HTTP Basic credentials, the
+password of any URL, and the values of the environment variables named by
+--secret-env or whose name holds KEY, TOKEN, SECRET, PASSWORD, PASSWD or
+CREDENTIAL, ends in _PAT or is DATABASE_URL become REDACTED, in any JSON
+spelling; an elicitation answer keeps only the content members named by
+--keep (default decision, the permission dialog's). COMMAND's arguments and
+environment are not written.`,
 	example: "agentmcp record --out session.txt -- agentmcp serve stdio --root ~/project",
 	args:    true,
 	setup: func(fs *flag.FlagSet) runFunc {
@@ -46,6 +50,9 @@ not written.`,
 		return func(ctx context.Context, inv *invocation) int {
 			if *out == "" {
 				return inv.usageError("--out FILE is required")
+			}
+			if err := checkOut(*out); err != nil {
+				return inv.usageError("--out: %v", err)
 			}
 			args := inv.fs.Args()
 			if len(args) == 0 {
@@ -81,21 +88,73 @@ func (l *listFlag) Set(v string) error {
 }
 
 // secretValues returns the values to redact: those of the variables named,
-// and of every variable whose name says it holds a secret.
+// of every variable whose name says it holds a secret (secretenv's rule:
+// *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *_PAT,
+// DATABASE_URL), of 8 bytes or more, and the password of every variable
+// whose value is a URL with one (4 bytes or more).
 func secretValues(environ []string, named []string) []string {
 	var out []string
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || len(v) < 8 {
+		if !ok {
 			continue
 		}
-		uk := strings.ToUpper(k)
-		if slices.Contains(named, k) || strings.HasSuffix(uk, "_KEY") || strings.HasSuffix(uk, "_TOKEN") ||
-			strings.HasSuffix(uk, "_SECRET") || strings.Contains(uk, "PASSWORD") {
+		if len(v) >= 8 && (slices.Contains(named, k) || secretenv.IsSecretName(k)) {
 			out = append(out, v)
+		}
+		if pw, ok := secretenv.URLPassword(v); ok && len(pw) >= 4 {
+			out = append(out, pw)
 		}
 	}
 	return out
+}
+
+// checkOut refuses --out FILE when it names something that cannot be
+// replaced safely: a symbolic link (never written through) or anything
+// but a regular file.
+func checkOut(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: the transcript is never written through one; remove it or choose another FILE", path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
+}
+
+// writeOut writes the transcript to path as a new file of mode 0600 in
+// the same directory, then renames it over path: an existing file is
+// replaced whole (its old mode, its other links untouched), a symbolic
+// link put at path meanwhile is replaced, never followed, and a failure
+// leaves path as it was.
+func writeOut(path string, data []byte) error {
+	if err := checkOut(path); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp") // O_EXCL, mode 0600
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 func runRecord(ctx context.Context, inv *invocation, out string, args []string, opts record.Options) int {
@@ -130,7 +189,7 @@ func runRecord(ctx context.Context, inv *invocation, out string, args []string, 
 		_, _ = io.Copy(io.Discard, stdout)
 	}
 	waitErr := cmd.Wait()
-	if err := os.WriteFile(out, rec.Transcript(opts), 0o600); err != nil {
+	if err := writeOut(out, rec.Transcript(opts)); err != nil {
 		logger.Error("cannot write the transcript", "err", err)
 		return 1
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,59 @@ func TestRecord(t *testing.T) {
 			t.Errorf("replayed against a server with another submission tool: problems %q, want a diff naming id 2", p)
 		}
 	})
+}
+
+// TestRecordOutIsReplacedSafely: --out FILE is written as a new file of
+// mode 0600 renamed over FILE (an existing 0644 file does not keep its
+// mode), and a symbolic link at FILE is refused, its target untouched
+// (issue 32).
+func TestRecordOutIsReplacedSafely(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "session.txt")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(out, 0o644)
+	var stderr strings.Builder
+	if code := app.Main(context.Background(), []string{"record", "--out", out, "--", "/bin/true"}, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr.String())
+	}
+	fi, err := os.Stat(out)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("--out over an existing 0644 file: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	if data, _ := os.ReadFile(out); !strings.Contains(string(data), "-- client --") {
+		t.Errorf("FILE holds %q", data)
+	}
+
+	target := filepath.Join(dir, "elsewhere")
+	os.WriteFile(target, []byte("keep me"), 0o644)
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	code := app.Main(context.Background(), []string{"record", "--out", link, "--", "/bin/true"}, strings.NewReader(""), io.Discard, &stderr)
+	if data, _ := os.ReadFile(target); code != 2 || string(data) != "keep me" || !strings.Contains(stderr.String(), "symbolic link") {
+		t.Errorf("--out a symbolic link: exit %d, target %q, stderr %q", code, data, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("the directory holds %d entries, want 3 (no temporary file left)", len(entries))
+	}
+}
+
+// TestRecordSecretNames: the values redacted include those of the names
+// outside the old rule (SECRET_KEY_BASE, GITHUB_PAT, *_PAT, DATABASE_URL)
+// and the password of a URL in any variable.
+func TestRecordSecretNames(t *testing.T) {
+	got := app.SecretValues([]string{"SECRET_KEY_BASE=rails-base-0123", "GITHUB_PAT=ghp_0123456789", "GITLAB_PAT=glpat-0123456789",
+		"DATABASE_URL=postgres://app:hunter22@db/x", "REDIS_URL=redis://:cachepw@cache:6379", "HOME=/root/homedir", "MINE=mine-0123456"}, []string{"MINE"})
+	for _, want := range []string{"rails-base-0123", "ghp_0123456789", "glpat-0123456789", "postgres://app:hunter22@db/x", "hunter22", "cachepw", "mine-0123456"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("secretValues lacks %q: %q", want, got)
+		}
+	}
+	if slices.Contains(got, "/root/homedir") {
+		t.Errorf("secretValues redacts HOME: %q", got)
+	}
 }

@@ -16,12 +16,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
-	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/metrics"
 	"github.com/agentmcp/agentmcp/adapters/openai"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -40,8 +40,10 @@ type serveFlags struct {
 	carrier     string        // the serve command's name ("stdio", "http", ...), set by check
 	modelClient *openai.Model // --model's client, made by check; nil without --model
 
-	// run_command (docs/SPEC.md §9 "Commands").
-	allowCommands, noSandbox *bool
+	// run_command (docs/SPEC.md §9 "Commands") and what its sandbox hides.
+	cmds       *commandFlags
+	hidden     hiddenPaths
+	closeAfter io.Closer // what the session's end closes: the sandbox's launcher file
 
 	tasks *taskFlags // the engine's tasks (docs/SPEC.md §14)
 
@@ -71,9 +73,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
-		allowCommands: fs.Bool("allow-commands", false, "add the run_command tool: shell commands in the workspace, each approved by the user, "+
-			"sandboxed with Landlock (writes only under the workspace and a private temporary directory)"),
-		noSandbox: fs.Bool("no-sandbox", false, "with --allow-commands, run commands without the Landlock sandbox (needed where the kernel has no Landlock)"),
+		cmds: addCommandFlags(fs),
 	}
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
@@ -88,7 +88,8 @@ var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "appro
 // serveRules relate the flags every serve command takes (flagcheck.go).
 var serveRules = []flagRule{
 	{flags: agentFlags, needs: "model", why: "it configures the agent, which --model NAME turns on"},
-	{flags: []string{"no-sandbox"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
+	{flags: []string{"sandbox", "no-sandbox", "command-network"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
+	{flags: []string{"no-sandbox"}, excludes: "sandbox", why: "--no-sandbox is --sandbox none: give one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
 }
 
@@ -122,6 +123,9 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 		}
 		f.modelClient = m
 	}
+	if msg := f.cmds.check(f.carrier); msg != "" {
+		return inv.usageError("%s", msg), false
+	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
 	}
@@ -135,7 +139,8 @@ func (f *serveFlags) newModel(logger *slog.Logger) (*openai.Model, error) {
 	if baseURL == "" {
 		baseURL = os.Getenv("OPENAI_BASE_URL")
 	}
-	return openai.New(openai.Options{Model: *f.model, BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY"), Logger: logger})
+	// The key is read back from the pipe secretenv.Reexec moved it onto.
+	return openai.New(openai.Options{Model: *f.model, BaseURL: baseURL, APIKey: secretenv.Getenv("OPENAI_API_KEY"), Logger: logger})
 }
 
 // approvalCarriers are the serve commands whose clients are asked over
@@ -182,7 +187,7 @@ func (f *serveFlags) instructions() string {
 		submit = "Its " + *f.submitName + " tool is refused on this server: it was started without a model (--model). "
 	}
 	changers := "write_file and edit_file change a file and need"
-	if *f.allowCommands {
+	if *f.cmds.allow {
 		changers = "write_file and edit_file change a file and run_command runs a shell command in the workspace; each needs"
 	}
 	return "This server is an agent working in one directory (the workspace). " + submit +
@@ -201,6 +206,7 @@ type servedSession struct {
 	ports.Session
 	ws    *workspace.Session
 	store *openedStore // the agent's conversations; nil without --model
+	after io.Closer    // closed after the workspace; may be nil
 }
 
 // Conversations answers for the session it serves (the agent keeps named
@@ -210,6 +216,9 @@ func (s *servedSession) Conversations() bool { return ports.HasConversations(s.S
 
 func (s *servedSession) Close() error {
 	err := s.ws.Close()
+	if s.after != nil {
+		err = errors.Join(err, s.after.Close())
+	}
 	if s.store != nil {
 		err = errors.Join(err, s.store.close())
 	}
@@ -284,6 +293,14 @@ func (s *served) close() {
 // it, logging which model and endpoint it uses (never the key). A failure
 // is logged and reported as false.
 func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
+	s, ok := f.openSessionParts(logger, observer)
+	if !ok && f.closeAfter != nil {
+		f.closeAfter.Close()
+	}
+	return s, ok
+}
+
+func (f *serveFlags) openSessionParts(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
 	var systemPrompt string
 	if *f.systemPromptFile != "" {
 		b, err := readSystemPrompt(*f.systemPromptFile)
@@ -304,9 +321,9 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	}
 	if *f.model == "" {
 		logger.Info("no model configured: " + *f.submitName + " is refused (start with --model NAME and --model-url URL to turn the agent on)")
-		return &servedSession{Session: ws, ws: ws}, true
+		return &servedSession{Session: ws, ws: ws, after: f.closeAfter}, true
 	}
-	key, model := os.Getenv("OPENAI_API_KEY"), f.modelClient
+	key, model := secretenv.Getenv("OPENAI_API_KEY"), f.modelClient
 	workspaceName := *f.root
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
@@ -323,6 +340,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 		logger.Error("cannot open the conversation store: " + err.Error())
 		return nil, false
 	}
+	f.hidden.add(store.dir) // every principal's conversations: never a command's to read
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
 		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
@@ -349,33 +367,8 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if !*f.noModelProbe {
 		probeModel(context.Background(), http.DefaultTransport, d.Endpoint, key, logger)
 	}
-	return &servedSession{Session: a, ws: ws, store: store}, true
+	return &servedSession{Session: a, ws: ws, store: store, after: f.closeAfter}, true
 }
-
-// commands configures run_command from --allow-commands and --no-sandbox
-// (which needs it: serveRules): nil without --allow-commands; sandboxed
-// with Landlock unless --no-sandbox. Where the kernel offers no Landlock, --allow-commands
-// alone fails start-up with one line that says so and names --no-sandbox.
-func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
-	switch {
-	case !*f.allowCommands:
-		return nil, true
-	case *f.noSandbox:
-		logger.Warn("run_command is on WITHOUT a sandbox (--no-sandbox): an approved command can do whatever this user can")
-		return &workspace.Commands{}, true
-	}
-	abi, err := landlockAvailable()
-	if err != nil {
-		logger.Error("--allow-commands sandboxes commands with Landlock, and " + err.Error() + ": add --no-sandbox to run them without a sandbox")
-		return nil, false
-	}
-	logger.Info("run_command is on, sandboxed with Landlock", "abi", abi)
-	return &workspace.Commands{Sandbox: landlock.Wrap}, true
-}
-
-// landlockAvailable is landlock.Available; tests replace it to play a
-// kernel without Landlock.
-var landlockAvailable = landlock.Available
 
 // readSystemPrompt reads --system-prompt-file: UTF-8 text, not empty, at
 // most 64 KiB.

@@ -101,6 +101,7 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 		return 1
 	}
 	defer tf.close(logger)
+	common.hidden.add(tf.path) // the bearer token: never a command's to read
 	switch {
 	case tf.replaced:
 		logger.Info("reusing a stale token file: no running agentmcp holds it (its host ended without removing it)", "path", tf.path)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmcp/agentmcp/adapters/bubblewrap"
 	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
@@ -55,7 +56,8 @@ func (r *stdioRun) callAllowing(t *testing.T, line string) (string, []string) {
 // MCP client that approves through elicitation, and a scripted model:
 // the model edits one line of a 10,000-line file (one approval, the
 // client's dialog showing the diff), finds files by a ** pattern, runs a
-// checker with approval (sandboxed with Landlock) and reads its output.
+// checker with approval (in the default sandbox: bubblewrap, Landlock
+// inside) and reads its output.
 func TestServeStdioAgentTools(t *testing.T) {
 	if _, err := landlock.Available(); err != nil {
 		t.Skip(err)
@@ -79,7 +81,7 @@ func TestServeStdioAgentTools(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(content), 0o644)
 	}
-	check := `gofmt -l . ; echo "more: $(ls -a "$TMPDIR" | wc -l)"; touch /tmp/agentmcp-should-not-exist-$$ || echo sandboxed`
+	check := `gofmt -l . ; echo "more: $(ls -a "$TMPDIR" | wc -l)"; touch /usr/agentmcp-should-not-exist-$$ || echo sandboxed`
 	srv := chatscript.Script(t,
 		chatscript.Reply{Calls: []chatscript.Call{{ID: "e", Name: "edit_file", Arguments: `{"path":"big.txt","old_text":"line 05000\n","new_text":"line five thousand\n"}`}}},
 		chatscript.Reply{Calls: []chatscript.Call{{ID: "f", Name: "find_files", Arguments: `{"pattern":"**/*.go"}`}}},
@@ -114,7 +116,7 @@ func TestServeStdioAgentTools(t *testing.T) {
 	for id, want := range map[string][]string{
 		"e": {`"success":true`, `"replacements":1`},
 		"f": {`"files":["main.go","pkg/ok.go","pkg/sub/bad.go"]`, `"ignored":1`},
-		"r": {`"exitCode":0`, `pkg/sub/bad.go\n`, `sandboxed\n`, `"sandboxed":true`},
+		"r": {`"exitCode":0`, `pkg/sub/bad.go\n`, `sandboxed\n`, `"sandboxed":true`, `"sandbox":"bubblewrap"`},
 	} {
 		for _, w := range want {
 			if !strings.Contains(results[id], w) {
@@ -127,22 +129,87 @@ func TestServeStdioAgentTools(t *testing.T) {
 	}
 }
 
-// TestServeCommandFlags: --allow-commands alone fails start-up in one line
-// where Landlock is missing, naming --no-sandbox (--no-sandbox alone is a
-// usage error: TestUsageErrors).
+// TestServeCommandFlags: --sandbox, --no-sandbox (the same as --sandbox
+// none) and --command-network need --allow-commands, --no-sandbox excludes
+// --sandbox, --command-network needs a sandbox and --sandbox takes
+// bubblewrap, landlock or none (each a usage error, exit 2); a sandbox this
+// machine cannot run fails start-up in one line that says what to install
+// or choose; serve remote takes bubblewrap only.
 func TestServeCommandFlags(t *testing.T) {
-	restore := app.SetLandlockAvailable(func() (int, error) { return 0, fmt.Errorf("Landlock is not available on this kernel") })
-	defer restore()
-	var stderr syncbuf.Buffer
-	code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands"}, strings.NewReader(""), io.Discard, &stderr)
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "Landlock is not available") || !strings.Contains(lines[0], "--no-sandbox") {
-		t.Errorf("exit %d, stderr %q; want 1 and one line naming Landlock and --no-sandbox", code, stderr.String())
+	serve := func(args ...string) (int, string) {
+		t.Helper()
+		var stderr syncbuf.Buffer
+		code := app.Main(context.Background(), append([]string{"serve", "stdio", "--root", t.TempDir()}, args...), strings.NewReader(""), io.Discard, &stderr)
+		return code, stderr.String()
 	}
-	stderr = syncbuf.Buffer{}
-	code = app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--allow-commands", "--no-sandbox"}, strings.NewReader(""), io.Discard, &stderr)
-	if code != 0 || !strings.Contains(stderr.String(), "WITHOUT a sandbox") {
-		t.Errorf("--allow-commands --no-sandbox: exit %d, stderr %q", code, stderr.String())
+	oneLine := func(name string, code int, stderr string, want ...string) {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 1 || len(lines) != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and one line", name, code, stderr)
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(lines[0], w) {
+				t.Errorf("%s: %q does not name %s", name, lines[0], w)
+			}
+		}
+	}
+	usage := func(name string, code int, stderr string, want string) {
+		t.Helper()
+		if code != 2 || !strings.Contains(strings.SplitN(stderr, "\n", 2)[0], want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and the usage error naming %s", name, code, stderr, want)
+		}
+	}
+	for _, args := range [][]string{{"--no-sandbox"}, {"--sandbox", "landlock"}, {"--command-network"}} {
+		code, stderr := serve(args...)
+		usage(strings.Join(args, " ")+" alone", code, stderr, "needs --allow-commands")
+	}
+	if code, stderr := serve("--allow-commands", "--sandbox", "docker"); code != 2 || !strings.Contains(stderr, "must be bubblewrap, landlock or none") {
+		t.Errorf("--sandbox docker: exit %d, stderr %q; want the usage error", code, stderr)
+	}
+	code, stderr := serve("--allow-commands", "--no-sandbox", "--sandbox", "landlock")
+	usage("--no-sandbox --sandbox landlock", code, stderr, "--sandbox none")
+	code, stderr = serve("--allow-commands", "--sandbox", "none", "--command-network")
+	usage("--sandbox none --command-network", code, stderr, "--command-network opens")
+	for _, args := range [][]string{{"--no-sandbox"}, {"--sandbox", "none"}} {
+		if code, stderr := serve(append([]string{"--allow-commands"}, args...)...); code != 0 || !strings.Contains(stderr, "WITHOUT a sandbox") {
+			t.Errorf("--allow-commands %s: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+
+	restore := app.SetNewBubblewrap(func(bubblewrap.Options) (*bubblewrap.Sandbox, error) {
+		return nil, fmt.Errorf("%w: bwrap is not on PATH (install the bubblewrap package: apt-get install bubblewrap)", bubblewrap.ErrUnavailable)
+	})
+	code, stderr = serve("--allow-commands")
+	oneLine("no bubblewrap", code, stderr, "apt-get install bubblewrap", "--sandbox landlock")
+	if code, stderr := serve("--allow-commands", "--sandbox", "landlock"); code != 0 || !strings.Contains(stderr, "Landlock alone") {
+		t.Errorf("no bubblewrap, --sandbox landlock: exit %d, stderr %q; want it served", code, stderr)
+	}
+	restore()
+
+	restore = app.SetLandlockAvailable(func() (int, error) { return 0, fmt.Errorf("Landlock is not available on this kernel") })
+	defer restore()
+	for _, args := range [][]string{nil, {"--sandbox", "landlock"}} {
+		code, stderr := serve(append([]string{"--allow-commands"}, args...)...)
+		oneLine("no Landlock", code, stderr, "Landlock is not available", "--sandbox none")
+	}
+}
+
+// TestServeRemoteCommandsNeedBubblewrap: serve remote --allow-commands
+// refuses any sandbox but bubblewrap (a usage error) (under Landlock alone one principal's
+// command could read another's conversations), before it reaches out to
+// the issuer.
+func TestServeRemoteCommandsNeedBubblewrap(t *testing.T) {
+	for _, sandbox := range []string{"landlock", "none"} {
+		var stderr syncbuf.Buffer
+		code := app.Main(context.Background(), []string{"serve", "remote", "--root", t.TempDir(), "--public-url", "https://mcp.example.com/mcp",
+			"--issuer", "https://issuer.example.com", "--scope", "mcp", "--allowed-subject", "alice", "--allow-commands", "--sandbox", sandbox},
+			strings.NewReader(""), io.Discard, &stderr)
+		first := strings.SplitN(stderr.String(), "\n", 2)[0]
+		if code != 2 || !strings.Contains(first, "needs --sandbox bubblewrap") {
+			t.Errorf("--sandbox %s: exit %d, stderr %q; want the usage error saying remote needs bubblewrap", sandbox, code, stderr.String())
+		}
 	}
 }
 

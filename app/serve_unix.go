@@ -45,6 +45,7 @@ status 0.`,
 
 func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path string) int {
 	logger := common.newLogger(inv.stderr)
+	common.hidden.add(path) // a command must not be a client of its own server
 	srv, ok := common.open(logger, inv)
 	if !ok {
 		return 1

@@ -91,6 +91,7 @@ func realRoot(root string) (string, error) {
 type openedStore struct {
 	ports.ConversationStore
 	close func() error
+	dir   string // the state directory; "" in memory
 }
 
 // open opens the store the flags name (their values and relations already
@@ -114,5 +115,5 @@ func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
 	}
 	logger.Info("conversations are kept in "+s.Path(), "maxConversations", *f.maxConversations,
 		"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
-	return &openedStore{ConversationStore: s, close: s.Close}, nil
+	return &openedStore{ConversationStore: s, close: s.Close, dir: dir}, nil
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 	"github.com/agentmcp/agentmcp/internal/waitfor"
 )
 
@@ -116,5 +119,69 @@ func TestProgressTextOverStdio(t *testing.T) {
 	answer := waitfor.Value(t, got, 10*time.Second, "the turn's answer")
 	if text, isErr := submitText(t, answer); isErr || text != "The answer is being written now, slowly." {
 		t.Errorf("answer %q (error %v)", text, isErr)
+	}
+}
+
+// TestStateDirOwnerChecked: serve refuses a state directory that others
+// can write (or that another user owns: adapters/sqlite's test), in one
+// line, and so does agentmcp conversations (issue 32).
+func TestStateDirOwnerChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	var stderr syncbuf.Buffer
+	code := app.Main(context.Background(), []string{"serve", "stdio", "--root", t.TempDir(), "--model", "m",
+		"--model-url", "http://127.0.0.1:1/v1", "--no-model-probe", "--state-dir", dir}, strings.NewReader(""), io.Discard, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 1 || !strings.Contains(stderr.String(), "refusing it") || !strings.Contains(lines[len(lines)-1], "can be written by others") {
+		t.Errorf("serve over a world-writable state dir: exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conversations.db")); err == nil {
+		t.Error("a store was made in the refused state dir")
+	}
+}
+
+// TestConversationsEscapeTerminalControls: what the model wrote (and a
+// root's name) reaches the person's terminal escaped as the approval
+// dialog escapes: no OSC 52 clipboard write, no window title, no bidi
+// override, and no stored line that passes for a message of its own
+// (issue 32).
+func TestConversationsEscapeTerminalControls(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "proj\x1b]0;owned\x07")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	const hostile = "done\x1b]52;c;ZWNobyBwd25lZA==\x07\n[user] delete everything\n\u202eevil\u009b2J"
+	srv := chatscript.New(t, func(r *chatscript.Request) chatscript.Reply { return chatscript.Reply{Text: hostile} })
+	r := serveStdio(t, "--root", root, "--model", "m", "--model-url", srv.URL, "--state-dir", state)
+	r.roundTrip(t, initLine)
+	r.roundTrip(t, submitLineN(2, "go"))
+	r.in.Close()
+	<-r.code
+	r.code <- 0
+	for _, args := range [][]string{{"list"}, {"show", "--root", root}} {
+		code, out, errOut := runCLI(t, append(append([]string{"conversations"}, args...), "--state-dir", state)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if strings.ContainsAny(out, "\x1b\x07\u202e\u009b") {
+			t.Errorf("conversations %v printed a control character raw: %q", args, out)
+		}
+		if !strings.Contains(out, `proj\x1b]0;owned\a`) {
+			t.Errorf("conversations %v does not show the root escaped: %q", args, out)
+		}
+		if args[0] == "show" {
+			if !strings.Contains(out, "[assistant] done\\x1b]52;c;ZWNobyBwd25lZA==\\a\n  [user] delete everything\n  \\u202eevil\\u009b2J\n") {
+				t.Errorf("show: %q", out)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "[user] delete") {
+					t.Errorf("a stored line passes for a message: %q", line)
+				}
+			}
+		}
 	}
 }

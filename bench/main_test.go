@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentmcp/agentmcp/bench/internal/load"
+	"github.com/agentmcp/agentmcp/bench/internal/servers"
 )
 
 // sample is one measured run of one benchmark.
@@ -47,6 +48,7 @@ func record(b *testing.B, m0, m1 runtime.MemStats) {
 }
 
 func TestMain(m *testing.M) {
+	servers.LauncherMain() // sandbox_test.go: this binary is run_command's launcher
 	code := m.Run()
 	if len(results) > 0 {
 		printSummary(os.Stdout)

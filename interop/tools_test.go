@@ -98,7 +98,8 @@ func (e *toolsEndpoint) toolResults() map[string]string {
 // approvals given in the client's elicitation handler: the model edits one
 // line of a 10,000-line file (the dialog shows the diff), finds files by a
 // ** pattern (.gitignore honoured), and runs a checker (gofmt -l, and a
-// write outside the workspace that the Landlock sandbox refuses) whose
+// write outside the workspace that the default sandbox, bubblewrap with
+// Landlock inside, refuses) whose
 // output it reads. OPENAI_API_KEY never reaches the command.
 func TestGoSDKAgentTools(t *testing.T) {
 	t.Parallel()
@@ -187,7 +188,7 @@ func TestGoSDKAgentTools(t *testing.T) {
 	for id, wants := range map[string][]string{
 		"call_edit": {`"success":true`, `"replacements":1`},
 		"call_find": {`"files":["main.go","pkg/sub/bad.go"]`, `"ignored":1`},
-		"call_run":  {`"exitCode":0`, `pkg/sub/bad.go\n`, `key=[]`, `refused by the sandbox`, `"sandboxed":true`},
+		"call_run":  {`"exitCode":0`, `pkg/sub/bad.go\n`, `key=[]`, `refused by the sandbox`, `"sandboxed":true`, `"sandbox":"bubblewrap"`},
 	} {
 		for _, want := range wants {
 			if !strings.Contains(results[id], want) {

@@ -17,6 +17,11 @@
 #                            scripts/node/package-lock.json) into
 #                            scripts/node/node_modules and puts its bin first
 #                            on PATH, exported for everything the script runs
+#   need_test_user           prints the name of the unprivileged user the
+#                            security tests also run as (scripts/test.sh):
+#                            agentmcp-test, a system user without a home or a
+#                            login shell, created with useradd when missing
+#                            (as root only)
 #
 # Every failure ends with one line on stderr saying what is missing and how
 # to get it. apt-get update runs at most once per run (AGENTMCP_APT_UPDATED
@@ -90,6 +95,17 @@ need_node() {
 	hash -r
 	(($(node_major) >= 20)) ||
 		die "node on PATH is $(node --version 2>/dev/null || echo missing) even after installing Node 22 into scripts/node: @modelcontextprotocol/sdk needs Node 20 or later"
+}
+
+need_test_user() {
+	local u=agentmcp-test
+	if ! id -u "$u" >/dev/null 2>&1; then
+		[[ "$(id -u)" == 0 ]] || die "the user $u does not exist, and only root can create it"
+		need_cmd useradd passwd
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" >&2 ||
+			die "cannot create the user $u with useradd"
+	fi
+	echo "$u"
 }
 
 # Steps with one line each (scripts/test.sh):

@@ -5,9 +5,15 @@
 #      with npm ci, only when package-lock.json or Node changed since the
 #      last install;
 #   2. go test -race ./... in the root module (app/cmd/agentmcp's tests run
-#      Debian's prometheus against the binary, and the docs test: README.md
+#      Debian's prometheus against the binary; the docs test: README.md
 #      and docs/*.md checked against the binary, their runnable blocks run
-#      with curl and socat);
+#      with curl and socat; the command sandbox's tests run bubblewrap,
+#      installed from Debian's bubblewrap package);
+#   2b. the security tests again as an unprivileged user: their test
+#      binaries built as root (go test -c) and run under setpriv as
+#      agentmcp-test (scripts/lib.sh need_test_user), with HOME, TMPDIR and
+#      GOCACHE in a directory that user owns (skipped when not run as root:
+#      then step 2 already ran unprivileged);
 #   3. go test -race -count=1 ./... in interop/, a nested module that ./...
 #      does not enter (it builds the agentmcp binary and drives it with the official
 #      Go and TypeScript MCP SDK clients);
@@ -54,8 +60,9 @@ tools() {
 	need_cmd prometheus prometheus # app/cmd/agentmcp's metrics test scrapes the binary with it
 	need_cmd curl curl   # the docs test runs the guides' runnable blocks (docs/http.md, docs/operating.md)
 	need_cmd socat socat # and docs/http.md's Unix-socket client
+	need_cmd bwrap bubblewrap      # run_command's default sandbox, which the sandbox tests run
 	need_node
-	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
@@ -69,6 +76,45 @@ ts_packages() {
 		(cd "$ts" && npm ci --no-audit --no-fund)
 		printf '%s\n' "$want" >"$stamp"
 	fi
+}
+
+# The security tests (the command sandbox and its launcher, the state
+# directory's owner) once more as an unprivileged user, each package's
+# test binary built as root and run under setpriv in a directory of that
+# user's: what a sandbox stops must not depend on running as root.
+security_tests=(
+	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags|TestStateDirOwner"
+	"adapters/landlock:."
+	"adapters/bubblewrap:."
+	"adapters/workspace:TestRunCommand"
+	"adapters/sqlite:TestOpenRefuses"
+)
+unprivileged() {
+	if [[ "$(id -u)" != 0 ]]; then
+		echo "not root: step 2 already ran every test as uid $(id -u)" | tee /dev/fd/3
+		return 0
+	fi
+	need_cmd setpriv util-linux
+	local u dir entry pkg run
+	u="$(need_test_user)"
+	dir="$(mktemp -d /var/tmp/agentmcp-unprivileged.XXXXXX)"
+	mkdir -p "$dir/bin" "$dir/home" "$dir/tmp" "$dir/gocache"
+	for entry in "${security_tests[@]}"; do
+		pkg="${entry%%:*}"
+		(cd "$repo" && go test -c -o "$dir/bin/${pkg//\//_}.test" "./$pkg")
+	done
+	chown -R "$u:" "$dir"
+	chmod 0755 "$dir"
+	for entry in "${security_tests[@]}"; do
+		pkg="${entry%%:*}" run="${entry#*:}"
+		echo "==> ./$pkg -test.run '$run' as $u"
+		(cd "$dir/home" && setpriv --reuid="$u" --regid="$u" --clear-groups \
+			env HOME="$dir/home" TMPDIR="$dir/tmp" GOCACHE="$dir/gocache" XDG_RUNTIME_DIR= \
+			"$dir/bin/${pkg//\//_}.test" -test.run "$run" -test.count=1 -test.v) ||
+			{ rm -rf "$dir"; return 1; }
+	done
+	rm -rf "$dir"
+	echo "as $u (uid $(id -u "$u")): ${#security_tests[@]} packages' security tests passed" | tee /dev/fd/3
 }
 
 # The seeds already ran as tests; this explores a little past them on every
@@ -90,6 +136,7 @@ steps_begin "${AGENTMCP_TEST_LOG:-}"
 run_step "tools: go, gcc, prometheus, node, npm" tools
 run_step "npm packages for the TypeScript SDK client (interop/ts)" ts_packages
 run_step "go test -race ./... (root module)" bash -c 'cd "$1" && shift && go test -race "$@" ./...' _ "$repo" "$@"
+run_step "security tests as an unprivileged user (setpriv)" unprivileged
 run_step "every fuzz target, briefly (FUZZTIME=${FUZZTIME:-10000x})" fuzz
 run_step "go test -race -count=1 ./... (interop module)" bash -c 'cd "$1/interop" && shift && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
 # The OpenTelemetry instrumentation is a module of its own, so the main

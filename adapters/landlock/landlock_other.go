@@ -10,7 +10,7 @@ var errNotLinux = errors.New("Landlock is a Linux feature: there is no sandbox o
 func Available() (int, error) { return 0, errNotLinux }
 
 // Wrap fails outside Linux.
-func Wrap(argv, writable []string) ([]string, error) { return nil, errNotLinux }
+func Wrap(argv []string, o Options) ([]string, error) { return nil, errNotLinux }
 
 // Main does nothing outside Linux: nothing is ever launched through it.
 func Main() {}

@@ -178,15 +178,28 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error { return s.db.Close() }
 
 func (s *Store) open() error {
+	dir := filepath.Dir(s.path)
 	if !s.opts.readOnly {
-		if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return s.fault("cannot create its directory", err)
 		}
+	}
+	// Before a file is made in it: a directory someone else controls
+	// could hold their planted history (docs/SPEC.md §9).
+	if err := s.checkOwned(dir, "its directory"); err != nil {
+		return err
+	}
+	if !s.opts.readOnly {
 		f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return s.fault("cannot open it", err)
 		}
 		f.Close()
+	}
+	for _, p := range []string{s.path, s.path + "-wal", s.path + "-shm"} {
+		if err := s.checkOwned(p, filepath.Base(p)); err != nil {
+			return err
+		}
 	}
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(s.opts.LockTimeout.Milliseconds(), 10))
@@ -265,6 +278,31 @@ func (s *Store) newer(v int) error {
 
 // fault turns err into one line that names the file, the cause and what
 // to do.
+// checkOwned refuses the store when path (its directory or one of its
+// files; a missing file is fine) is not owned by this process's user or
+// can be written by others (group or world): whoever controls it could
+// plant the history the model is sent, and read every new turn.
+func (s *Store) checkOwned(path, what string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return s.fault("cannot check "+what, err)
+	}
+	uid, known := owner(fi)
+	me := os.Geteuid()
+	switch {
+	case known && me >= 0 && uid != me:
+		return &openFault{fmt.Sprintf("conversation store %s: refusing it: %s %s is owned by uid %d, not by this user (uid %d): "+
+			"use a state directory of your own (--state-dir), or --ephemeral", s.path, what, path, uid, me)}
+	case known && fi.Mode().Perm()&0o022 != 0:
+		return &openFault{fmt.Sprintf("conversation store %s: refusing it: %s %s can be written by others (mode %#o): "+
+			"chmod go-w it, or use another --state-dir, or --ephemeral", s.path, what, path, fi.Mode().Perm())}
+	}
+	return nil
+}
+
 func (s *Store) fault(doing string, err error) error {
 	var of *openFault
 	if errors.As(err, &of) {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -40,7 +41,9 @@ const (
 	// ExitGrace is how long run_command waits, once the shell has exited
 	// and its process group was killed, for the output pipe to close: a
 	// process that left the group (setsid) and keeps the pipe open is cut
-	// off after it.
+	// off after it. It is also how long a command asked to stop (SIGTERM
+	// to its first process: a sandbox's launcher, which then ends every
+	// process of the command) has before its group is killed.
 	ExitGrace = 2 * time.Second
 )
 
@@ -50,38 +53,45 @@ const Shell = "/bin/sh"
 // Commands turns on run_command ([Options.Commands]).
 type Commands struct {
 	// Sandbox wraps the argument vector of a command ([Shell], "-c",
-	// command) into one that runs it with writes allowed only beneath the
-	// given absolute directories (the workspace root and the session's
-	// private temporary directory); adapters/landlock's Wrap is the one the
-	// CLI uses. Nil runs commands without a sandbox (--no-sandbox).
+	// command) into one that runs it sandboxed, with writes allowed only
+	// beneath writable: the workspace root (writable[0], the working
+	// directory) and the session's private temporary directory
+	// (writable[1]), both absolute. The CLI composes adapters/bubblewrap
+	// around adapters/landlock's launcher, or the launcher alone
+	// (docs/SPEC.md §9 "The sandbox"). The process it names is started in
+	// a session of its own, with SIGTERM as its parent-death signal, and
+	// stopped with SIGTERM, then its group with SIGKILL ExitGrace later.
+	// Nil runs commands without a sandbox (--sandbox none).
 	Sandbox func(argv, writable []string) ([]string, error)
+	// Files are open files every sandboxed command's first process gets
+	// as descriptors 3, 4, ... (the sandbox's own: bubblewrap's launcher
+	// executable); they stay the caller's to close.
+	Files []*os.File
+	// Name names the sandbox in each result ("sandbox"); empty means
+	// "none" without a Sandbox and "sandboxed" with one.
+	Name string
+	// Reach is what the approval dialog says a sandboxed command can and
+	// cannot reach: lines of at most domain.MaxExcerpt characters, shown
+	// as the prompt's "sandbox" argument; empty shows none.
+	Reach string
 }
 
-// secretWords are the words that, anywhere in an environment variable's
-// name (any case), keep it from a command's environment.
-var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}
-
 // commandEnv is the environment of a command: the server's, less every
-// variable whose name holds one of secretWords (OPENAI_API_KEY among
-// them) and of SSH_AUTH_SOCK and GPG_AGENT_INFO (an agent's socket signs
-// with the user's keys), with TMPDIR, TMP and TEMP set to the private
-// temporary directory.
+// variable that holds a secret by its name or its value (secretenv.IsSecret:
+// OPENAI_API_KEY, GITHUB_PAT, DATABASE_URL, a URL with a password) and less
+// SSH_AUTH_SOCK and GPG_AGENT_INFO (an agent's socket signs with the user's
+// keys), with TMPDIR, TMP and TEMP set to the private temporary directory.
 func commandEnv(tmp string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		upper := strings.ToUpper(name)
-		secret := false
-		for _, w := range secretWords {
-			secret = secret || strings.Contains(upper, w)
-		}
-		switch upper {
+		name, value, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(name) {
 		case "TMPDIR", "TMP", "TEMP": // replaced below
-			secret = true
+			continue
 		case "SSH_AUTH_SOCK", "GPG_AGENT_INFO": // they hand out the user's keys
-			secret = true
+			continue
 		}
-		if !secret {
+		if !secretenv.IsSecret(name, value) {
 			env = append(env, kv)
 		}
 	}
@@ -97,10 +107,32 @@ type commandResult struct {
 	// OutputBytes is how much the command wrote; when it exceeds
 	// MaxOutputBytes, Output holds the head and the tail with a marker
 	// between them and OutputCut is true.
-	OutputBytes int64 `json:"outputBytes"`
-	OutputCut   bool  `json:"outputCut,omitempty"`
-	Sandboxed   bool  `json:"sandboxed"`
+	OutputBytes int64  `json:"outputBytes"`
+	OutputCut   bool   `json:"outputCut,omitempty"`
+	Sandboxed   bool   `json:"sandboxed"`
+	Sandbox     string `json:"sandbox"` // its name: "bubblewrap", "landlock", "none"
 }
+
+// sandboxName is what results call the sandbox.
+func (c *Commands) sandboxName() string {
+	switch {
+	case c.Name != "":
+		return c.Name
+	case c.Sandbox == nil:
+		return "none"
+	}
+	return "sandboxed"
+}
+
+// failedWith is a tool failure that still carries a result: the envelope
+// says success false with the error, and holds the result too (a command
+// that ran past its timeout, with the output it wrote).
+type failedWith struct {
+	err    error
+	result any
+}
+
+func (f *failedWith) Error() string { return f.err.Error() }
 
 func (s *Session) runCommand(ctx context.Context, args toolArgs, caller ports.Caller) (any, error) {
 	if s.cmds == nil {
@@ -132,8 +164,11 @@ func (s *Session) runCommand(ctx context.Context, args toolArgs, caller ports.Ca
 	}
 
 	summary := "Run a shell command in the workspace, sandboxed: it may write only under the workspace root and a private temporary directory"
-	if s.cmds.Sandbox == nil {
+	switch {
+	case s.cmds.Sandbox == nil:
 		summary = "Run a shell command in the workspace WITHOUT a sandbox: it can do whatever your user account can"
+	case s.cmds.Name != "":
+		summary = "Run a shell command in the workspace, sandboxed with " + s.cmds.Name
 	}
 	prompt := domain.PermissionPrompt{
 		Tool:    "run_command",
@@ -143,6 +178,9 @@ func (s *Session) runCommand(ctx context.Context, args toolArgs, caller ports.Ca
 			{Name: "working directory", Value: s.rootPath, Path: true},
 			{Name: "timeout", Value: timeout.String()},
 		},
+	}
+	if s.cmds.Sandbox != nil && s.cmds.Reach != "" {
+		prompt.Arguments = append(prompt.Arguments, domain.Argument{Name: "sandbox", Value: s.cmds.Reach, Lines: true})
 	}
 	if caller.RequestPermission(ctx, prompt) != domain.AllowOnce {
 		return nil, errors.New("Permission denied: running the command was not allowed. " + notApproved(caller))
@@ -184,6 +222,9 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	cmd.Dir = s.rootPath
 	cmd.Env = commandEnv(s.tmpDir)
 	cmd.Stdout, cmd.Stderr = w, w // one pipe: the output interleaved as written
+	if s.cmds.Sandbox != nil {
+		cmd.ExtraFiles = s.cmds.Files
+	}
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		r.Close()
@@ -207,8 +248,7 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	select {
 	case werr = <-waited:
 	case <-tctx.Done():
-		killGroup()
-		werr = <-waited
+		werr = stopGracefully(cmd.Process.Pid, waited, killGroup)
 	}
 	killGroup() // whatever the shell left behind
 	grace := time.NewTimer(ExitGrace)
@@ -223,7 +263,7 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	if ctx.Err() != nil {
 		return nil, cancelled("run_command")
 	}
-	res := commandResult{Command: command, Sandboxed: s.cmds.Sandbox != nil}
+	res := commandResult{Command: command, Sandboxed: s.cmds.Sandbox != nil, Sandbox: s.cmds.sandboxName()}
 	res.Output, res.OutputBytes, res.OutputCut = out.text()
 	res.TimedOut = tctx.Err() != nil
 	var ee *exec.ExitError
@@ -237,7 +277,26 @@ func (s *Session) execute(ctx context.Context, command string, timeout time.Dura
 	default:
 		return nil, fmt.Errorf("the command failed to run: %v", werr)
 	}
+	if res.TimedOut {
+		return nil, &failedWith{result: res, err: fmt.Errorf("the command did not finish within its timeout of %v and was killed, "+
+			"with everything it started (its output so far is in the result)", timeout)}
+	}
 	return res, nil
+}
+
+// stopGracefully asks the command's first process to end and waits for it at most
+// ExitGrace, then kills the group; it returns the process's wait error.
+func stopGracefully(pid int, waited <-chan error, killGroup func()) error {
+	stopCommand(pid)
+	grace := time.NewTimer(ExitGrace)
+	defer grace.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-grace.C:
+		killGroup()
+		return <-waited
+	}
 }
 
 // startCommand counts a command in, unless the session is closing.

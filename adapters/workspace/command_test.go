@@ -45,7 +45,9 @@ func commandSession(t *testing.T, sandboxed bool, files map[string]string) (*wor
 		if _, err := landlock.Available(); err != nil {
 			t.Skip(err)
 		}
-		cmds.Sandbox = landlock.Wrap
+		cmds.Sandbox = func(argv, writable []string) ([]string, error) {
+			return landlock.Wrap(argv, landlock.Options{Writable: writable})
+		}
 	}
 	root := t.TempDir()
 	writeTree(t, root, files)
@@ -186,17 +188,21 @@ func TestRunCommandUnsandboxedWritesOutside(t *testing.T) {
 }
 
 // TestRunCommandEnvironment: no variable whose name says key, token,
-// secret or password reaches the command; the rest does.
+// secret, password or personal access token, no DATABASE_URL and no URL
+// with a password reaches the command; the rest does.
 func TestRunCommandEnvironment(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"OPENAI_API_KEY", "sk-test-openai"}, {"GITHUB_TOKEN", "ghp-test"}, {"my_secret", "s3"},
 		{"DB_PASSWORD", "pw"}, {"AWS_SECRET_ACCESS_KEY", "aws"}, {"SSH_AUTH_SOCK", "/run/agent.sock"}, {"AGENTMCP_VISIBLE", "shown"},
+		{"GITHUB_PAT", "ghpat-test"}, {"SECRET_KEY_BASE", "rails-base"}, {"PGPASSWORD", "pg-test"},
+		{"DATABASE_URL", "postgres://app@db/x"}, {"HTTPS_PROXY", "http://u:proxy-pw@proxy:3128"},
 	} {
 		t.Setenv(kv[0], kv[1])
 	}
 	s, _ := commandSession(t, true, nil)
 	res := run(t, s, "env; cat /proc/self/environ")
-	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY", "agent.sock"} {
+	for _, secret := range []string{"sk-test-openai", "ghp-test", "s3", "=pw", "aws", "OPENAI_API_KEY", "agent.sock",
+		"ghpat-test", "rails-base", "pg-test", "postgres://", "proxy-pw"} {
 		if strings.Contains(res.Output, secret) {
 			t.Errorf("the command saw %q", secret)
 		}
@@ -268,9 +274,36 @@ func TestRunCommandOutputBound(t *testing.T) {
 		t.Errorf("output of %d bytes: %.40q … %q", len(res.Output), res.Output, res.Output[max(0, len(res.Output)-40):])
 	}
 	// yes runs until its timeout; its output stays bounded.
-	succeed(t, invoke(t, s, "run_command", `{"command":"yes","timeout_s":1}`, &porttest.Recorder{Allow: true}), &res)
+	res = timedOut(t, invoke(t, s, "run_command", `{"command":"yes","timeout_s":1}`, &porttest.Recorder{Allow: true}))
 	if !res.TimedOut || res.Signal != "killed" || !res.OutputCut || len(res.Output) > workspace.MaxOutputBytes+100 {
 		t.Errorf("yes: timedOut %v, signal %q, cut %v, %d bytes kept", res.TimedOut, res.Signal, res.OutputCut, len(res.Output))
+	}
+}
+
+// timedOut checks that env is a command past its timeout: a tool error
+// (docs/SPEC.md §9) saying so, which still holds the command's result.
+func timedOut(t *testing.T, env domain.Envelope) commandResult {
+	t.Helper()
+	var res commandResult
+	if env.Success || !strings.Contains(env.Error, "did not finish within its timeout of 1s") {
+		t.Errorf("a command past its timeout: success %v, error %q", env.Success, env.Error)
+	}
+	if err := json.Unmarshal(env.Result, &res); err != nil {
+		t.Fatalf("a command past its timeout carries no result (%s): %v", env.Result, err)
+	}
+	return res
+}
+
+// TestRunCommandTimeoutIsAToolError: a command that runs past its timeout
+// is a failed call (isError: true), with the output it wrote and
+// "timedOut": true in the result — not a success (issue 32).
+func TestRunCommandTimeoutIsAToolError(t *testing.T) {
+	for _, sandboxed := range []bool{false, true} {
+		s, _ := commandSession(t, sandboxed, nil)
+		res := timedOut(t, invoke(t, s, "run_command", `{"command":"echo started; sleep 1000","timeout_s":1}`, &porttest.Recorder{Allow: true}))
+		if !res.TimedOut || res.Output != "started\n" || res.Signal == "" {
+			t.Errorf("sandboxed %v: result %+v", sandboxed, res)
+		}
 	}
 }
 

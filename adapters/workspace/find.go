@@ -94,6 +94,9 @@ func (s *Session) findFiles(ctx context.Context, args toolArgs, caller ports.Cal
 	w := &finder{s: s, ctx: ctx, caller: caller, pattern: pattern, prefix: p.display, ignore: !includeIgnored,
 		deadline: time.Now().Add(MaxFindDuration),
 		res:      findResult{Pattern: pattern, Path: p.display, Files: []string{}}}
+	if inGit(base) {
+		return w.res, nil // .git is never entered, whatever the path or the pattern's fixed prefix
+	}
 
 	st, err := s.root.Stat(filepath.FromSlash(base))
 	switch {
@@ -126,6 +129,17 @@ func (s *Session) findFiles(ctx context.Context, args toolArgs, caller ports.Cal
 	}
 	slices.Sort(w.res.Files)
 	return w.res, nil
+}
+
+// inGit reports whether the slash-separated relative path rel is a .git
+// directory or lies beneath one.
+func inGit(rel string) bool {
+	for seg := range strings.SplitSeq(rel, "/") {
+		if seg == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *finder) stop(why string) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentmcp/agentmcp/adapters/workspace"
@@ -107,4 +108,33 @@ func TestFindFilesCancellation(t *testing.T) {
 		}
 	})
 	fail(t, invokeCtx(t, ctx, s, "find_files", `{"pattern":"**"}`, &porttest.Recorder{}), "find_files was cancelled")
+}
+
+// TestFindFilesNeverEntersGit: no pattern or path reaches into a .git
+// directory, the root's or a nested repository's: not ".git/**", not a
+// path of ".git" or beneath it, not a pattern naming a file inside
+// (issue 32; docs/SPEC.md §9 "Editing and finding").
+func TestFindFilesNeverEntersGit(t *testing.T) {
+	s, _ := newSession(t, map[string]string{
+		"main.go":               "",
+		".git/config":           "[core]\n",
+		".git/hooks/pre-commit": "",
+		".git/objects/x.go":     "",
+		"sub/.git/config":       "",
+		"sub/kept.go":           "",
+	})
+	for _, args := range []string{
+		`{"pattern":".git/**"}`, `{"pattern":"**","path":".git"}`, `{"pattern":"*","path":".git/hooks"}`,
+		`{"pattern":".git/config"}`, `{"pattern":"**/config"}`, `{"pattern":"sub/.git/*"}`,
+		`{"pattern":"**","path":"sub/.git"}`, `{"pattern":"./.git/**"}`, `{"pattern":"**","include_ignored":true}`,
+	} {
+		for _, f := range find(t, s, args).Files {
+			if slices.Contains(strings.Split(f, "/"), ".git") {
+				t.Errorf("find_files %s listed %s", args, f)
+			}
+		}
+	}
+	if got := find(t, s, `{"pattern":"**"}`).Files; !slices.Equal(got, []string{"main.go", "sub/kept.go"}) {
+		t.Errorf("** = %v", got)
+	}
 }

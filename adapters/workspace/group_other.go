@@ -10,4 +10,6 @@ const commandsSupported = false
 
 func ownGroup(*exec.Cmd) {}
 
+func stopCommand(int) {}
+
 func killProcessGroup(int) {}

@@ -395,6 +395,9 @@ func (s *Session) InvokeTool(ctx context.Context, name string, arguments json.Ra
 		}
 	}
 	env := domain.Envelope{Success: err == nil, ToolName: name, ExecutionID: id}
+	if f := (*failedWith)(nil); errors.As(err, &f) {
+		env.Result, _ = marshalResult(f.result)
+	}
 	if err == nil {
 		env.Result, err = marshalResult(result)
 		env.Success = err == nil

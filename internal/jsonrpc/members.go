@@ -25,6 +25,7 @@ func CheckedMembers(obj []byte, buf []Member) (out []Member, dup, ok bool) {
 		return buf, false, SkipSpace(obj, i+1) == len(obj)
 	}
 	start := len(buf)
+	var names nameSet
 	for {
 		if i >= len(obj) || obj[i] != '"' {
 			return buf, dup, false
@@ -43,7 +44,7 @@ func CheckedMembers(obj []byte, buf []Member) (out []Member, dup, ok bool) {
 		if !ok {
 			return buf, dup, false
 		}
-		if _, seen := Lookup(buf[start:], name); seen {
+		if names.seen(buf[start:], name) {
 			dup = true
 		}
 		buf = append(buf, Member{Name: name, Value: obj[i:vend]})
@@ -84,6 +85,7 @@ func MembersAt(obj []byte, i int, buf []Member, nestedName string, nested *[]Mem
 		return buf, i + 1, false, false
 	}
 	start := len(buf)
+	var names nameSet
 	for i < len(obj) {
 		end := skipString(obj, i)
 		name := Unquote(obj[i:end])
@@ -98,7 +100,7 @@ func MembersAt(obj []byte, i int, buf []Member, nestedName string, nested *[]Mem
 		if name == nestedName {
 			nested = nil // only the first
 		}
-		if _, seen := Lookup(buf[start:], name); seen {
+		if names.seen(buf[start:], name) {
 			dup = true
 		}
 		buf = append(buf, Member{Name: name, Value: obj[i:vend]})
@@ -109,6 +111,39 @@ func MembersAt(obj []byte, i int, buf []Member, nestedName string, nested *[]Mem
 		i = SkipSpace(obj, i+1) // the ','
 	}
 	return buf, i + 1, dup, nestedDup
+}
+
+// smallObject is how many members an object's duplicate check compares
+// one by one; past it the names go into a set, so the check stays linear
+// in the member count however large a body's object is (one of a hundred
+// thousand members once took 16 s of quadratic comparisons).
+const smallObject = 16
+
+// nameSet answers whether a member name appeared before in one object: a
+// scan of the members read so far while they are few (no allocation on
+// the hot path), a set of their names past smallObject.
+type nameSet struct {
+	set map[string]struct{}
+}
+
+// seen reports whether name is among prev (the object's members read so
+// far, those this set was asked about, in order), and records it.
+func (s *nameSet) seen(prev []Member, name string) bool {
+	if s.set == nil {
+		if len(prev) < smallObject {
+			_, found := Lookup(prev, name)
+			return found
+		}
+		s.set = make(map[string]struct{}, 2*len(prev))
+		for _, m := range prev {
+			s.set[m.Name] = struct{}{}
+		}
+	}
+	if _, found := s.set[name]; found {
+		return true
+	}
+	s.set[name] = struct{}{}
+	return false
 }
 
 // Lookup returns the value of the first member named name.
@@ -164,18 +199,17 @@ func duplicatesAt(b []byte, i int) (end int, dup bool) {
 	default:
 		return skipValue(b, i), false
 	}
-	var names []string
+	var members []Member // names only
+	var names nameSet
 	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != closing {
 		if closing == '}' {
 			end := skipString(b, i)
 			name := Unquote(b[i:end])
-			for _, n := range names {
-				if n == name {
-					return i, true
-				}
+			if names.seen(members, name) {
+				return i, true
 			}
-			names = append(names, name)
+			members = append(members, Member{Name: name})
 			i = SkipSpace(b, SkipSpace(b, end)+1) // past the ':'
 		}
 		if i, dup = duplicatesAt(b, i); dup {

@@ -74,6 +74,8 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"the agent imports the workspace", map[string][]string{m("adapters/agent"): {m("adapters/workspace")}}, "adapters/agent imports " + m("adapters/workspace")},
 		{"the agent imports the client library", map[string][]string{m("adapters/agent"): {"github.com/sashabaranov/go-openai"}}, "adapters/agent imports github.com/sashabaranov/go-openai"},
 		{"the model adapter imports the workspace", map[string][]string{m("adapters/openai"): {m("adapters/workspace")}}, "adapters/openai imports " + m("adapters/workspace")},
+		{"the workspace imports the sandbox", map[string][]string{m("adapters/workspace"): {m("adapters/bubblewrap")}}, "adapters/workspace imports " + m("adapters/bubblewrap")},
+		{"the namespaces sandbox imports Landlock", map[string][]string{m("adapters/bubblewrap"): {m("adapters/landlock")}}, "adapters/bubblewrap imports " + m("adapters/landlock")},
 		{"an unnamed package", map[string][]string{m("adapters/websocket"): nil}, "adapters/websocket: no dependency rule"},
 	}
 	for _, c := range cases {

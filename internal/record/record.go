@@ -19,8 +19,11 @@
 //   - A requestState the server minted is written "{{requestState}}" in
 //     the server section and "{{state ID}}" in client lines (ID the id of
 //     the response that minted it, with the #wait that consumes it).
-//   - Every occurrence of a secret (Options.Secrets, and anything of the
-//     form "Bearer VALUE") becomes "REDACTED", in both sections.
+//   - Every occurrence of a secret becomes "REDACTED", in both sections:
+//     Options.Secrets in any spelling (as they are, JSON-escaped once or
+//     twice, or escaped any way a JSON string may be), "Bearer VALUE",
+//     HTTP Basic credentials ("Basic " and base64 of user:password) and
+//     the password of a URL's user information (scheme://user:PW@).
 //   - A client request that got no response (a cancelled call) is written
 //     "#absent ID" in the server section.
 //   - Lines the format cannot hold verbatim (empty, starting with '#',
@@ -35,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,8 +54,9 @@ type Options struct {
 	// Keep names the members of an elicitation answer's content whose
 	// values are kept; nil means just "decision".
 	Keep []string
-	// Secrets are values replaced by "REDACTED" wherever they appear (an
-	// API key, a token); empty strings are skipped.
+	// Secrets are values replaced by "REDACTED" wherever they appear, in
+	// any spelling (an API key, a token, a password); empty strings are
+	// skipped.
 	Secrets []string
 	// Ignore are the ignore: paths written in the header.
 	Ignore []string
@@ -180,8 +183,6 @@ func (m message) isResponse() bool {
 
 func (m message) isRequest() bool { return len(m.ID) > 0 && m.Method != nil }
 
-var bearer = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+`)
-
 // Transcript writes the exchange as a transcript.
 func (r *Recorder) Transcript(opts Options) []byte {
 	r.mu.Lock()
@@ -191,14 +192,7 @@ func (r *Recorder) Transcript(opts Options) []byte {
 	if keep == nil {
 		keep = []string{"decision"}
 	}
-	redact := func(b []byte) []byte {
-		for _, s := range opts.Secrets {
-			if s != "" {
-				b = bytes.ReplaceAll(b, []byte(s), []byte("REDACTED"))
-			}
-		}
-		return bearer.ReplaceAll(b, []byte("${1}REDACTED"))
-	}
+	redact := newRedactor(opts.Secrets).line
 
 	// The tokens the server minted: token → (id, which response with
 	// that id minted it, 1-based).

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,38 @@ func TestCopy(t *testing.T) {
 	}
 	if strings.Join(lines, ",") != "a,b" || len(sizes) != 1 || sizes[0] != len(long)+1 {
 		t.Errorf("recorded lines %q and sizes %v, want a, b and one size %d", lines, sizes, len(long)+1)
+	}
+}
+
+// TestTranscriptRedactsEverySpelling: a secret holding a quote and a
+// backslash is redacted as it is, JSON-escaped (a tool result's text is
+// an envelope's JSON inside a JSON string: escaped twice), and escaped any
+// other way JSON allows (\u0071, \/); HTTP Basic credentials and a URL's
+// password are redacted whatever secrets were named (issue 32).
+func TestTranscriptRedactsEverySpelling(t *testing.T) {
+	const secret = `sk-"quoted"\back/0123`
+	var r Recorder
+	envelope, _ := json.Marshal(map[string]any{"success": true, "result": map[string]string{"content": "key=" + secret}})
+	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": string(envelope)}}})
+	r.Server([]byte(`{"jsonrpc":"2.0","id":1,"result":` + string(result) + `}`))
+	r.Server([]byte(`{"jsonrpc":"2.0","id":2,"result":{"text":"sk-\"\u0071uoted\"\\back\/0123"}}`))
+	r.Server([]byte(`{"jsonrpc":"2.0","id":3,"result":{"text":"Authorization: Basic dXNlcjpodW50ZXIy; Basic usage stays","db":"postgres://app:hunter22@db:5432/x","plain":"https://example.com/a@b"}}`))
+	r.Server([]byte(`not JSON: ` + secret))
+	got := string(r.Transcript(Options{Secrets: []string{secret}}))
+	for _, leak := range []string{"quoted", "dXNlcjpodW50ZXIy", "hunter22", `\u0071uoted`} {
+		if strings.Contains(got, leak) {
+			t.Errorf("the transcript holds %q:\n%s", leak, got)
+		}
+	}
+	for _, kept := range []string{"Basic usage stays", "postgres://app:REDACTED@db:5432/x", "https://example.com/a@b", "Basic REDACTED", `key=REDACTED`} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("the transcript lacks %q:\n%s", kept, got)
+		}
+	}
+	// Every recorded JSON line stays JSON.
+	for _, line := range strings.Split(got, "\n") {
+		if strings.HasPrefix(line, "{") && !json.Valid([]byte(line)) {
+			t.Errorf("not JSON after redaction: %s", line)
+		}
 	}
 }

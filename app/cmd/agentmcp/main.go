@@ -27,6 +27,9 @@ func main() {
 	// binary re-executed by landlock.Wrap), restrict it and exec the
 	// command; it never returns then.
 	landlock.Main()
+	// Then a serve command starts again without its secrets (the API key)
+	// in its environment, where any process of the user could read them.
+	app.KeepSecretsOutOfEnvironment(os.Args[1:])
 	// A write to a closed stdout must fail with EPIPE, so the stdio carrier
 	// reports the broken output (Wait returns it, exit 1) instead of the
 	// runtime killing the process with SIGPIPE (os/signal, "SIGPIPE").

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
+	"github.com/agentmcp/agentmcp/adapters/landlock"
 	"github.com/agentmcp/agentmcp/adapters/metrics"
 	agentstdio "github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/adapters/streamable"
@@ -241,4 +242,29 @@ func startAgentmcpWorkspace(ctx context.Context) (url, token string, stop func(c
 // the CLI rows of bench/store ("conversations list").
 func AgentmcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return app.Main(ctx, args, nil, stdout, stderr)
+}
+
+// LauncherMain makes this process run_command's sandbox launcher when it
+// was started as one (adapters/landlock re-executes the running binary):
+// call it first in main or TestMain of whatever uses SandboxCommand.
+func LauncherMain() { landlock.Main() }
+
+// SandboxCommand returns how agentmcp serve --allow-commands --sandbox
+// kind ("none", "landlock" or "bubblewrap") starts argv over root with the
+// private temporary directory temp: the argument vector and the files its
+// first process gets as descriptors 3, ... . close releases them.
+func SandboxCommand(kind string, argv []string, root, temp string) (cmd []string, files []*os.File, close func(), err error) {
+	sb, err := app.NewCommandSandbox(app.SandboxOptions{Kind: kind})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if sb.Sandbox == nil {
+		return argv, nil, func() { sb.Close() }, nil
+	}
+	cmd, err = sb.Sandbox(argv, []string{root, temp})
+	if err != nil {
+		sb.Close()
+		return nil, nil, nil, err
+	}
+	return cmd, sb.Files, func() { sb.Close() }, nil
 }

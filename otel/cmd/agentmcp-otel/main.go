@@ -37,6 +37,7 @@ func main() {
 	// launcher (the binary re-executed by landlock.Wrap), it restricts
 	// itself and execs the command, never returning.
 	landlock.Main()
+	app.KeepSecretsOutOfEnvironment(os.Args[1:])            // see app/cmd/agentmcp
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // see app/cmd/agentmcp
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var opts app.MainOptions
