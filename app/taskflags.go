@@ -12,8 +12,9 @@ import (
 // §14): every serve command takes them (addServeFlags), each one field of
 // engine.TaskOptions.
 type taskFlags struct {
-	ttl, pollInterval     *time.Duration
-	maxPerClient, maxHeld *int
+	ttl, pollInterval               *time.Duration
+	maxPerClient, maxHeld           *int
+	resultBytesPerClient, maxResult *int64
 }
 
 func addTaskFlags(fs *flag.FlagSet) *taskFlags {
@@ -26,6 +27,12 @@ func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 		maxHeld: fs.Int("max-tasks", engine.DefaultMaxTasks, "at most `N` tasks held in all, running or finished and kept; "+
 			"at the bound a finished task of the client holding the most is forgotten early, "+
 			"and with every held task running a call beyond is a tool error"),
+		resultBytesPerClient: fs.Int64("max-task-result-bytes-per-client", engine.DefaultTaskResultBytesPerPrincipal,
+			"at most `N` bytes of results kept by one client's finished tasks; beyond, its oldest finished task is forgotten early "+
+				"(never the one that just finished)"),
+		maxResult: fs.Int64("max-task-result-bytes", engine.DefaultMaxTaskResultBytes,
+			"at most `N` bytes of results kept by finished tasks in all; beyond, the oldest finished task of the client keeping "+
+				"the most is forgotten early (never the one that just finished)"),
 	}
 }
 
@@ -46,11 +53,16 @@ func (f *taskFlags) check() string {
 		return fmt.Sprintf("--max-tasks-per-client must be at least 1, got %d", *f.maxPerClient)
 	case *f.maxHeld < 1:
 		return fmt.Sprintf("--max-tasks must be at least 1, got %d", *f.maxHeld)
+	case *f.resultBytesPerClient < 1:
+		return fmt.Sprintf("--max-task-result-bytes-per-client must be at least 1, got %d", *f.resultBytesPerClient)
+	case *f.maxResult < 1:
+		return fmt.Sprintf("--max-task-result-bytes must be at least 1, got %d", *f.maxResult)
 	}
 	return ""
 }
 
 // options returns the engine's TaskOptions.
 func (f *taskFlags) options() engine.TaskOptions {
-	return engine.TaskOptions{TTL: *f.ttl, PollInterval: *f.pollInterval, PerPrincipal: *f.maxPerClient, Max: *f.maxHeld}
+	return engine.TaskOptions{TTL: *f.ttl, PollInterval: *f.pollInterval, PerPrincipal: *f.maxPerClient, Max: *f.maxHeld,
+		PerPrincipalResultBytes: *f.resultBytesPerClient, MaxResultBytes: *f.maxResult}
 }

@@ -304,6 +304,7 @@ func (s *Server) listenAndServe() error {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
+		ConnContext:       withClientGone,
 		ConnState: func(c net.Conn, st http.ConnState) {
 			limited.ConnState(c, st)
 			switch st {
