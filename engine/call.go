@@ -23,9 +23,10 @@ import (
 // session's Caller, too: one Caller, which routes a prompt by how the call
 // is named and by what the creating request declared.
 type call struct {
-	e     *Engine
+	e *Engine
+	// owner is who the call is bound to; its principal is what the
+	// session's Caller reports.
 	owner owner
-	who   ports.Principal
 	mode  mode
 	// asks is where its prompts go, fixed when it is created from what the
 	// creating request (or the stream's initialize) declared.
@@ -50,9 +51,10 @@ type call struct {
 	settled  chan struct{} // closed when a task reaches a terminal status
 	deadline *time.Timer   // a parked round's expiry: the round lifetime from its last park
 
-	// Its request name in the index (requests, under its lock): a legacy
-	// HTTP call in flight, or a stream's parked call's latest request.
-	req     reqKey
+	// Its request name in the index (requests, under its lock), the
+	// JSON-RPC id's key under its owner: a legacy HTTP call in flight, or a
+	// stream's parked call's latest request.
+	reqID   string
 	named   bool
 	sameKey *call // the next call with the same name
 
@@ -149,7 +151,7 @@ func terminal(status string) bool {
 // started it, docs/SPEC.md §13) and ends only with its cancel or the
 // engine's Shutdown. The one constructor of such a call.
 func (e *Engine) newCall(req context.Context, p *peer, m mode, asks asking) *call {
-	c := &call{e: e, owner: p.origin.owner(), who: p.principal, mode: m, asks: asks,
+	c := &call{e: e, owner: p.origin.owner(), mode: m, asks: asks,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), turn: make(chan struct{}, 1), settled: make(chan struct{})}
 	c.ctx, c.cancel = e.callContext(req)
 	return c
@@ -528,7 +530,7 @@ func (c *call) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
 	return answerOf(p, c.ask(ctx, form))
 }
 
-func (c *call) Principal() ports.Principal { return c.who }
+func (c *call) Principal() ports.Principal { return c.owner.principal }
 
 // StartTask implements ports.TaskStarter (startTask); a task reports true,
 // a plain call false.

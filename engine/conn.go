@@ -90,7 +90,7 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 64
 	}
-	s := &stream{e: e, id: streamIDs.Add(1), maxBatch: opts.MaxBatch}
+	s := &stream{e: e, id: streamIDs.Add(1), maxBatch: opts.MaxBatch, work: make(chan func())}
 	s.conn = jsonrpc.NewConn(e.base, w, s, jsonrpc.ConnOptions{
 		MaxLineBytes: opts.MaxLineBytes, MaxInFlight: opts.MaxInFlight,
 		StartTimeout: opts.StartTimeout, DrainTimeout: opts.DrainTimeout,
@@ -115,6 +115,12 @@ type stream struct {
 
 	ask elicitFunc // elicit, made once
 
+	// work hands a request to an idle worker: a goroutine that served
+	// one before and waits for the next (spawn), at most maxIdleWorkers
+	// at once (idle counts them).
+	work chan func()
+	idle atomic.Int32
+
 	mu        sync.Mutex // guards version and canElicit
 	version   string     // negotiated legacy revision; "" before initialize
 	canElicit bool       // negotiated ≥ 2025-06-18 and declared form elicitation
@@ -132,7 +138,7 @@ func (s *stream) legacyVersion() string {
 }
 
 func (s *stream) headers() *Headers { return nil }
-func (s *stream) owner() owner      { return owner{conn: s.id} }
+func (s *stream) owner() owner      { return owner{conn: s.id, principal: s.peer.principal} }
 func (s *stream) lasting() bool     { return true }
 
 func (s *stream) initialized() bool {
@@ -202,7 +208,7 @@ func (s *stream) run(md *method, in *inbound, to jsonrpc.Replier) {
 		to.Reply(s.e.refusal(in, "server is busy").answer())
 		return
 	}
-	if !s.e.goCall(func() {
+	if !s.spawn(func() {
 		r := s.e.serve(inc.Context(), &s.peer, in, md)
 		if inc.Finish() {
 			s.e.abandon(in, errCancelledByClient)
@@ -218,6 +224,44 @@ func (s *stream) run(md *method, in *inbound, to jsonrpc.Replier) {
 		inc.Done()
 		to.Reply(s.e.refusal(in, ErrShuttingDown.Error()).answer())
 	}
+}
+
+// maxIdleWorkers bounds the goroutines a stream keeps waiting for its next
+// request.
+const maxIdleWorkers = 4
+
+// spawn runs f on a goroutine of the engine's (goCall): an idle worker of
+// this stream when one waits, else a new one, which then waits for the
+// stream's next request while fewer than maxIdleWorkers wait, until the
+// stream's serving ends. A request's goroutine grows its stack by copying
+// as the call goes deeper; reusing one that has grown spares every
+// request of a busy stream that cost. It reports false, and f does not
+// run, once the engine has stopped.
+func (s *stream) spawn(f func()) bool {
+	if s.e.isStopping() {
+		return false
+	}
+	select {
+	case s.work <- f:
+		return true
+	default:
+	}
+	return s.e.goCall(func() {
+		for {
+			f()
+			if s.idle.Add(1) > maxIdleWorkers {
+				s.idle.Add(-1)
+				return
+			}
+			select {
+			case f = <-s.work:
+				s.idle.Add(-1)
+			case <-s.conn.Done():
+				s.idle.Add(-1)
+				return
+			}
+		}
+	})
 }
 
 // errCancelledByClient is the cause of a call its client cancelled.

@@ -299,8 +299,8 @@ func (e *Engine) serveExchange(ctx context.Context, p *peer, in *inbound, md *me
 		defer cancel(nil)
 	}
 	c := &in.call
-	c.cancel = cancel
-	if !e.index.requests.add(p.origin.owner(), in.id, c) {
+	c.owner, c.cancel = p.origin.owner(), cancel
+	if !e.index.requests.add(in.id, c) {
 		return e.serve(ctx, p, in, md) // beyond the bound: closing its request still cancels it
 	}
 	r := e.serve(ctx, p, in, md)

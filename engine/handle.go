@@ -94,7 +94,8 @@ type origin interface {
 	legacyVersion() string
 	// headers are the request's MCP headers; nil on a stream.
 	headers() *Headers
-	// owner is who the calls it starts are bound to.
+	// owner is who the calls it starts are bound to, with the principal
+	// that sent them.
 	owner() owner
 	// initialized reports whether initialize was answered already;
 	// initialize records one (false: it was answered already). An
@@ -505,14 +506,16 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound) reply {
 // settle closed; progress goes out while the call is in flight.
 func (e *Engine) callPlain(ctx context.Context, p *peer, in *inbound, cat *domain.Catalog, name string, args []byte) reply {
 	c := &in.call
-	c.e, c.owner, c.who, c.ctx = e, p.origin.owner(), p.principal, ctx
+	c.e, c.owner, c.ctx = e, p.origin.owner(), ctx
 	if !in.modern {
 		if c.elicit = p.origin.elicitor(); c.elicit != nil {
 			c.asks = askStream
 		}
 	}
 	in.report.setToken(in, p.notify)
-	c.own, c.s.waiter = &in.report, &in.report
+	c.own = &in.report
+	// Through update: a notifications/cancelled may already reach it.
+	c.update(func(s *callState) { s.waiter = &in.report })
 	defer in.report.finish() // nothing for this request follows its response
 	return e.callResult(in, e.runToolIn(ctx, cat, c, name, args))
 }
@@ -658,21 +661,7 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		}
 	}
 	if cat.IsSubmit(name) {
-		prompt, ok := domain.SubmitPrompt(args)
-		if !ok {
-			return toolError(e.submit.InvalidArgumentsMessage())
-		}
-		turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
-		switch {
-		case e.shuttingDown(ctx):
-			return errShutdownResult
-		case err == nil:
-			return toolOutcome{result: domain.TextResult(turn.Response)}
-		case errors.Is(err, ports.ErrRefused):
-			return toolError(domain.ClientMessage(err))
-		default:
-			return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
-		}
+		return e.submitTurn(ctx, caller, args)
 	}
 	if !cat.Has(name) {
 		return toolError(domain.UnknownToolMessage(name))
@@ -685,6 +674,27 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		return toolError(domain.ClientMessage(err))
 	}
 	return toolOutcome{env: &env}
+}
+
+// submitTurn runs the submission tool's turn (runToolIn's; apart, so the
+// frame of a plain tool's call stays small: a request's goroutine stack
+// grows by copying).
+func (e *Engine) submitTurn(ctx context.Context, caller ports.Caller, args []byte) toolOutcome {
+	prompt, ok := domain.SubmitPrompt(args)
+	if !ok {
+		return toolError(e.submit.InvalidArgumentsMessage())
+	}
+	turn, err := e.session.Submit(ctx, prompt, withinSubmission{caller, e.submit.Name})
+	switch {
+	case e.shuttingDown(ctx):
+		return errShutdownResult
+	case err == nil:
+		return toolOutcome{result: domain.TextResult(turn.Response)}
+	case errors.Is(err, ports.ErrRefused):
+		return toolError(domain.ClientMessage(err))
+	default:
+		return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
+	}
 }
 
 // errSessionPanic answers a call whose session panicked (docs/SPEC.md §3):

@@ -29,7 +29,9 @@ import (
 
 // owner is who a call is bound to (docs/SPEC.md §6, §14): a stream's
 // connection, or on HTTP the principal that sent it (the zero principal
-// on the loopback host, which is one user).
+// on the loopback host, which is one user). A stream's owner carries its
+// principal too (what the session's Caller reports); its connection alone
+// binds.
 type owner struct {
 	conn      uint64 // a stream's connection; 0 on HTTP
 	principal ports.Principal
@@ -465,9 +467,10 @@ type reqKey struct {
 // in flight at once.
 const maxRequests = 4096
 
-// add names c by (o, i), replacing the name it had; false at the bound.
-func (r *requests) add(o owner, i jsonrpc.ID, c *call) bool {
-	k := reqKey{o, i.Key()}
+// add names c by (c.owner, i), replacing the name it had; false at the
+// bound.
+func (r *requests) add(i jsonrpc.ID, c *call) bool {
+	k := reqKey{c.owner, i.Key()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.removeLocked(c)
@@ -477,7 +480,7 @@ func (r *requests) add(o owner, i jsonrpc.ID, c *call) bool {
 	if r.m == nil {
 		r.m = make(map[reqKey]*call)
 	}
-	c.req, c.named = k, true
+	c.reqID, c.named = k.id, true
 	c.sameKey = r.m[k]
 	r.m[k] = c
 	r.n++
@@ -495,7 +498,7 @@ func (r *requests) removeLocked(c *call) {
 	if !c.named {
 		return
 	}
-	k := c.req
+	k := reqKey{c.owner, c.reqID}
 	for p := r.m[k]; p != nil; p = p.sameKey {
 		if p == c {
 			r.m[k] = c.sameKey

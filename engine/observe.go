@@ -22,6 +22,13 @@ func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, md *method) re
 	if e.observe == nil {
 		return e.serveRequest(ctx, p, in, md)
 	}
+	return e.serveObserved(ctx, p, in, md)
+}
+
+// serveObserved is serve with an Observer, apart so that the frame of
+// every request's stack stays small without one (a goroutine's stack
+// grows by copying).
+func (e *Engine) serveObserved(ctx context.Context, p *peer, in *inbound, md *method) reply {
 	ctx, end := e.observe.StartRequest(ctx, e.observed(in))
 	r := e.serveRequest(ctx, p, in, md)
 	end(ports.RequestEnd{ErrorType: errorType(r)})

@@ -221,7 +221,7 @@ func (e *Engine) park(p *peer, in *inbound, bind domain.RoundBinding, c *call, p
 	c.deadline.Reset(e.roundLifetime)
 	in.named = c
 	if p.origin.lasting() {
-		e.index.requests.add(c.owner, in.id, c)
+		e.index.requests.add(in.id, c)
 	}
 	params, _ := domain.MarshalJSON(elicitParams{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
 	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")

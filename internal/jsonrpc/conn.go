@@ -364,6 +364,11 @@ func (c *Conn) frame(f frame) {
 	}
 }
 
+// Done is closed once serving has ended (Serve is returning) or stops
+// (its context or the parent's ended, a write failed): what waits for the
+// connection's next message gives up then.
+func (c *Conn) Done() <-chan struct{} { return c.ctx.Done() }
+
 // Reply writes a single message's answer (Conn is its frame's Replier).
 func (c *Conn) Reply(answer []byte) {
 	if answer != nil {
