@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/app"
-	"github.com/agentmcp/agentmcp/internal/chatscript"
 	"github.com/agentmcp/agentmcp/internal/hostile"
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -40,15 +39,7 @@ func TestDroppedRetryEndsParkedCall(t *testing.T) {
 	for _, carrier := range []string{"http", "unix"} {
 		t.Run(carrier, func(t *testing.T) {
 			root := t.TempDir()
-			model := chatscript.New(t, func(r *chatscript.Request) chatscript.Reply {
-				if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
-					return chatscript.Reply{Text: "the write: " + last.Content}
-				}
-				if r.LastUser() == "write x.txt" {
-					return chatscript.Reply{Calls: []chatscript.Call{{ID: "w", Name: "write_file", Arguments: `{"path":"x.txt","content":"x"}`}}}
-				}
-				return chatscript.Reply{Text: "served: " + r.LastUser()}
-			})
+			model := writingModel(t)
 			obs := &turnEnds{ended: make(chan string, 8)}
 			c := serveOverWith(t, carrier, app.MainOptions{Observer: obs}, "--root", root, "--ask-client",
 				"--model", "m", "--model-url", model.URL, "--ephemeral", "--no-model-probe")

@@ -14,8 +14,24 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/app"
+	"github.com/agentmcp/agentmcp/internal/chatscript"
 	"github.com/agentmcp/agentmcp/internal/syncbuf"
 )
+
+// writingModel is a scripted model whose turn "write x.txt" asks to write
+// x.txt and then reports the write's result; any other turn answers
+// "served: <prompt>".
+func writingModel(t *testing.T) *chatscript.Server {
+	return chatscript.New(t, func(r *chatscript.Request) chatscript.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return chatscript.Reply{Text: "the write: " + last.Content}
+		}
+		if r.LastUser() == "write x.txt" {
+			return chatscript.Reply{Calls: []chatscript.Call{{ID: "w", Name: "write_file", Arguments: `{"path":"x.txt","content":"x"}`}}}
+		}
+		return chatscript.Reply{Text: "served: " + r.LastUser()}
+	})
+}
 
 // mcpConn is one client of an "agentmcp serve <carrier>" run in this
 // process: do sends one request and returns its answer (the next message

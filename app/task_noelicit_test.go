@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agentmcp/agentmcp/internal/chatscript"
 )
 
 // TestTaskWithoutElicitationSettlesClosed: a 2026-07-28 client that
@@ -23,15 +21,7 @@ func TestTaskWithoutElicitationSettlesClosed(t *testing.T) {
 	for _, carrier := range []string{"stdio", "unix", "http"} {
 		t.Run(carrier, func(t *testing.T) {
 			root := t.TempDir()
-			model := chatscript.New(t, func(r *chatscript.Request) chatscript.Reply {
-				if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
-					return chatscript.Reply{Text: "the write: " + last.Content}
-				}
-				if r.LastUser() == "write x.txt" {
-					return chatscript.Reply{Calls: []chatscript.Call{{ID: "w", Name: "write_file", Arguments: `{"path":"x.txt","content":"x"}`}}}
-				}
-				return chatscript.Reply{Text: "served: " + r.LastUser()}
-			})
+			model := writingModel(t)
 			c := serveOver(t, carrier, "--root", root, "--ask-client", "--model", "m", "--model-url", model.URL, "--ephemeral", "--no-model-probe")
 			created := c.do(modernCall(1, "tools/call", `"name":"agent_submit","arguments":{"prompt":"write x.txt"}`, tasksOnly), 1, "tools/call", "agent_submit")
 			r, _ := created["result"].(map[string]any)

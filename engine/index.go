@@ -205,11 +205,9 @@ const (
 	msgTasksMax          = "the server holds too many tasks; try again later"
 )
 
-func (n *memNames) addTask(c *call) (string, bool) {
-	now := time.Now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	live := 0
+// held reads every task's state at now (under n.mu), forgetting the
+// expired ones: what the bounds are counted from.
+func (n *memNames) held(now time.Time) map[*call]taskState {
 	states := make(map[*call]taskState, len(n.byID))
 	for id, o := range n.byID {
 		s := stateOf(o)
@@ -218,6 +216,17 @@ func (n *memNames) addTask(c *call) (string, bool) {
 			continue
 		}
 		states[o] = s
+	}
+	return states
+}
+
+func (n *memNames) addTask(c *call) (string, bool) {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	states := n.held(now)
+	live := 0
+	for o, s := range states {
 		if o.owner == c.owner && !s.done() {
 			live++
 		}
@@ -338,15 +347,9 @@ func (n *memNames) returned(c *call, stopping bool) {
 	if s.held == 0 {
 		return
 	}
-	states := make(map[*call]taskState, len(n.byID))
+	states := n.held(now)
 	var total, mine int64
-	for id, o := range n.byID {
-		os := stateOf(o)
-		if os.expired(o, now) {
-			delete(n.byID, id)
-			continue
-		}
-		states[o] = os
+	for o, os := range states {
 		total += os.held
 		if o.owner == c.owner {
 			mine += os.held
