@@ -43,8 +43,8 @@ type reply struct {
 	// code is the JSON-RPC error code when body is an error response; 0
 	// otherwise. toolError marks a CallToolResult with isError true. Both
 	// are for the Observer (error.type, docs/SPEC.md §13). The fields are
-	// ordered so that a reply stays 32 bytes, as without them: an exchange
-	// holds one and must keep its allocation's size class.
+	// ordered so that a reply stays 32 bytes, as without them: every step
+	// of the pipeline returns one by value.
 	code      int32
 	kind      Outcome
 	toolError bool
