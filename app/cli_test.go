@@ -55,6 +55,8 @@ func TestHelp(t *testing.T) {
 			"\n  --root DIR ",
 			"\n  --submit-name NAME ",
 			"\n  --submit-description TEXT ",
+			"\n  --max-task-result-bytes N ",
+			"\n  --max-task-result-bytes-per-client N\n",
 			"\n  --max-tasks N ",
 			"\n  --max-tasks-per-client N ",
 			"\n  --task-poll-interval DURATION\n",
@@ -262,6 +264,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: invalid value "-3" for --max-tasks-per-client: must be at least 1`, stdio},
 		{append(remoteArgs, "--max-tasks", "0"), `agentmcp serve remote: invalid value "0" for --max-tasks: must be at least 1`, remote},
 		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for --max-tasks: want a whole number`, stdio},
+		{[]string{"serve", "stdio", "--max-task-result-bytes", "0"}, `agentmcp serve stdio: invalid value "0" for --max-task-result-bytes: must be at least 1`, stdio},
+		{[]string{"serve", "http", "--max-task-result-bytes-per-client", "-1"}, `agentmcp serve http: invalid value "-1" for --max-task-result-bytes-per-client: must be at least 1`, http},
 		// serve http's token flags.
 		{[]string{"serve", "http", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},

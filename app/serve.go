@@ -243,7 +243,7 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	srv := &served{logger: logger}
 	if on {
 		srv.metrics = metrics.New(metrics.Options{Version: Version, Runtime: true,
-			ParkedRounds: func() int { return srv.eng.ParkedRounds() }})
+			ParkedRounds: func() int { return srv.eng.Stats().ParkedRounds }})
 	}
 	var m ports.Observer
 	if srv.metrics != nil {

@@ -12,8 +12,9 @@ import (
 // §14): every serve command takes them (addServeFlags), each one field of
 // engine.TaskOptions.
 type taskFlags struct {
-	ttl, pollInterval     *time.Duration
-	maxPerClient, maxHeld *int
+	ttl, pollInterval               *time.Duration
+	maxPerClient, maxHeld           *int
+	resultBytesPerClient, maxResult *int64
 }
 
 func addTaskFlags(fs *flag.FlagSet) *taskFlags {
@@ -26,6 +27,12 @@ func addTaskFlags(fs *flag.FlagSet) *taskFlags {
 		maxHeld: intFlag(fs, "max-tasks", engine.DefaultMaxTasks, 1, "at most `N` tasks held in all, running or finished and kept; "+
 			"at the bound a finished task of the client holding the most is forgotten early, "+
 			"and with every held task running a call beyond is a tool error"),
+		resultBytesPerClient: intFlag(fs, "max-task-result-bytes-per-client", int64(engine.DefaultTaskResultBytesPerPrincipal), 1,
+			"at most `N` bytes of results kept by one client's finished tasks; beyond, its oldest finished task is forgotten early "+
+				"(never the one that just finished)"),
+		maxResult: intFlag(fs, "max-task-result-bytes", int64(engine.DefaultMaxTaskResultBytes), 1,
+			"at most `N` bytes of results kept by finished tasks in all; beyond, the oldest finished task of the client keeping "+
+				"the most is forgotten early (never the one that just finished)"),
 	}
 }
 
@@ -44,5 +51,6 @@ func (f *taskFlags) check() string {
 
 // options returns the engine's TaskOptions.
 func (f *taskFlags) options() engine.TaskOptions {
-	return engine.TaskOptions{TTL: *f.ttl, PollInterval: *f.pollInterval, PerPrincipal: *f.maxPerClient, Max: *f.maxHeld}
+	return engine.TaskOptions{TTL: *f.ttl, PollInterval: *f.pollInterval, PerPrincipal: *f.maxPerClient, Max: *f.maxHeld,
+		PerPrincipalResultBytes: *f.resultBytesPerClient, MaxResultBytes: *f.maxResult}
 }

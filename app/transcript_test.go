@@ -11,6 +11,8 @@ import (
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/carriertest"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/transcript"
 )
@@ -20,6 +22,7 @@ import (
 // adapters/oauth verifier, an in-process TLS issuer, one genuinely signed
 // access token on every request, the public Host.
 func TestTranscriptsRemote(t *testing.T) {
+	leakcheck.Check(t) // after every transcript: no goroutine left; each engine ends holding no call (Stop)
 	iss := newTestIssuer(t)
 	c := remoteCarrier{iss: iss, token: iss.token(t, false, nil)}
 	files, err := transcript.Load("../testdata/transcripts")
@@ -61,7 +64,7 @@ func (c remoteCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Con
 	addr := host.Addr()
 	return transcript.NewHTTPConn(transcript.HTTPTarget{
 		URL: "http://" + addr.String() + "/team/agent/mcp", Host: "mcp.example.test", Token: c.token,
-		Stop: func(ctx context.Context) error { return errors.Join(host.Stop(ctx), eng.Shutdown(ctx)) },
+		Stop: func(ctx context.Context) error { return errors.Join(host.Stop(ctx), enginetest.Shutdown(ctx, eng)) },
 		Wait: host.Wait,
 	}), nil
 }

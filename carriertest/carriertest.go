@@ -38,7 +38,9 @@
 //
 // Then every shared transcript whose carriers: header is empty or names
 // the carrier runs through it, in parallel: cancellation, the end of
-// input, bad lines, both protocol eras.
+// input, bad lines, both protocol eras. Each engine must end holding no
+// call (its call index empty once it has shut down), and once every
+// transcript has ended no goroutine may be left.
 package carriertest
 
 import (
@@ -53,6 +55,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
@@ -101,6 +104,9 @@ func Test(t *testing.T, k Kit) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, k) })
 	}
 	t.Run("Transcripts", func(t *testing.T) {
+		// After every transcript (run in parallel) no goroutine is left, and
+		// each engine ended with its call index empty (binding's stop).
+		leakcheck.Check(t)
 		pattern := k.Transcripts
 		if pattern == "" {
 			dir, err := moduleDir()
@@ -159,7 +165,7 @@ func stop(c Carrier, eng *engine.Engine, patience time.Duration) error {
 	if werr := c.Wait(); err == nil {
 		err = werr
 	}
-	return errors.Join(err, eng.Shutdown(ctx))
+	return errors.Join(err, enginetest.Shutdown(ctx, eng))
 }
 
 type served struct {
@@ -202,8 +208,8 @@ func newCarrier(t testing.TB, k Kit, s ports.Session) (Carrier, *engine.Engine) 
 		ctx, cancel := context.WithTimeout(context.Background(), k.Patience)
 		defer cancel()
 		_ = c.Stop(ctx)
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
+		if err := enginetest.Shutdown(ctx, eng); err != nil {
+			t.Error(err)
 		}
 	})
 	return c, eng

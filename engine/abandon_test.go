@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 )
 
 const askingMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
@@ -18,17 +20,10 @@ const askingMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-
 // cause, waits for the call's goroutine, and answers nothing — the kind is
 // Cancelled, never "server is shutting down" (docs/SPEC.md §3, §6).
 func TestExchangeLeftByItsClientIsNeverShuttingDown(t *testing.T) {
+	leakcheck.Check(t) // first: its cleanup runs after the Shutdown
 	s := fake.NewHeld()
 	started := s.Started()
-	eng, err := engine.New(s, engine.Options{AskClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := eng.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	eng := enginetest.New(t, s, engine.Options{AskClient: true}, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + askingMeta + `}}`
 	replies := make(chan engine.Reply, 1)

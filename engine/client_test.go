@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 )
 
 // client is a test's end of one engine.ServeConn stream, over io.Pipes (so
@@ -88,12 +89,23 @@ func (c *client) recv() map[string]any {
 	}
 }
 
-// shutdown shuts e down, failing the test if calls are left running.
+// emptyIndex fails t unless e's call index is empty: nothing a client
+// could no longer reach is left named (docs/ARCHITECTURE.md "A call's
+// life").
+func emptyIndex(t testing.TB, e *engine.Engine) {
+	t.Helper()
+	if s := e.Stats(); s != (engine.Stats{}) {
+		t.Errorf("the call index holds %+v, want it empty", s)
+	}
+}
+
+// shutdown shuts e down, failing the test if calls are left running or
+// anything is left in its call index (enginetest.Shutdown).
 func shutdown(t testing.TB, e *engine.Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v", err)
+	if err := enginetest.Shutdown(ctx, e); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"io"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/jsonrpc"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -51,15 +49,12 @@ type ConnOptions struct {
 
 // ErrInputClosed is ServeConn's error when the input ended during start-up
 // before any frame arrived: the client went away without asking anything.
-var ErrInputClosed = errors.New("input closed during start-up")
+var ErrInputClosed = jsonrpc.ErrInputClosed
 
 // ErrStartTimeout is ServeConn's error when start-up outlasts StartTimeout.
-var ErrStartTimeout = errors.New("start-up timed out")
+var ErrStartTimeout = jsonrpc.ErrStartTimeout
 
-// errStopped is start-up's answer when ctx ended it; ServeConn returns nil.
-var errStopped = errors.New("stopped during start-up")
-
-var connIDs atomic.Uint64
+var streamIDs atomic.Uint64
 
 // ServeConn serves one newline-delimited JSON-RPC stream, in the spirit of
 // x/tools jsonrpc2_v2's connection server: r carries the client's messages,
@@ -88,636 +83,288 @@ var connIDs atomic.Uint64
 //   - the write error, wrapped, when w fails (then everything is
 //     cancelled); a read error, wrapped, likewise.
 //
-// Input-required rounds minted on this stream are valid only on it and
-// end with it. ServeConn never closes r or w, and writes nothing to w once
-// it has returned.
+// Input-required rounds and tasks started on this stream are bound to it
+// and end with it. ServeConn never closes r or w, and writes nothing to w
+// once it has returned.
 func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts ConnOptions) error {
-	c := e.newConn(w, opts)
-	defer c.cancel(nil)
-	defer c.closeWrites()
-	// Every reason to stop serving ends c.ctx: ServeConn's ctx (here), the
-	// engine's Shutdown (c.ctx is under it) and a failed write (update).
-	unhook := context.AfterFunc(ctx, func() { c.cancel(ErrShuttingDown) })
-	defer unhook()
-	frames := make(chan frame, 1)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		c.read(r, frames)
-	}()
-	stopReader := func() {
-		if opts.Close != nil {
-			_ = opts.Close()
-			<-readerDone
-		}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
 	}
-	early, err := c.startup(ctx, frames)
-	if err != nil {
-		c.shut(false) // nothing runs yet: it only marks the stream closed
-		if !errors.Is(err, ErrInputClosed) {
-			stopReader()
-		}
-		if err == errStopped {
-			return nil
-		}
-		return err
+	s := &stream{e: e, id: streamIDs.Add(1), maxBatch: opts.MaxBatch, work: make(chan func())}
+	s.conn = jsonrpc.NewConn(e.base, w, s, jsonrpc.ConnOptions{
+		MaxLineBytes: opts.MaxLineBytes, MaxInFlight: opts.MaxInFlight,
+		StartTimeout: opts.StartTimeout, DrainTimeout: opts.DrainTimeout,
+		Start: e.Validate, Ready: opts.Ready, Close: opts.Close,
+		StopCause: ErrShuttingDown, Logger: e.logger,
+	})
+	s.peer = peer{origin: s, principal: opts.Principal, notify: s.conn.Write}
+	s.ask = s.elicit
+	return s.conn.Serve(ctx, r)
+}
+
+// stream is one served stream's MCP side, the origin of its requests and
+// the handler of its jsonrpc.Conn (which owns the JSON-RPC side: frames,
+// in-flight ids, our own requests, the drain): the legacy negotiation,
+// the elicitation of legacy clients, and the calls bound to it.
+type stream struct {
+	e        *Engine
+	conn     *jsonrpc.Conn
+	peer     peer
+	id       uint64 // binds this stream's rounds and tasks to it
+	maxBatch int
+
+	ask elicitFunc // elicit, made once
+
+	// work hands a request to an idle worker: a goroutine that served
+	// one before and waits for the next (spawn), at most maxIdleWorkers
+	// at once (idle counts them).
+	work chan func()
+	idle atomic.Int32
+
+	mu        sync.Mutex // guards version and canElicit
+	version   string     // negotiated legacy revision; "" before initialize
+	canElicit bool       // negotiated ≥ 2025-06-18 and declared form elicitation
+}
+
+// legacyVersion is the revision in force for legacy requests: the
+// negotiated one, or 2025-03-26 before initialize (docs/SPEC.md §4).
+func (s *stream) legacyVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == "" {
+		return defaultLegacyVersion
 	}
-	if opts.Ready != nil {
-		opts.Ready()
+	return s.version
+}
+
+func (s *stream) headers() *Headers { return nil }
+func (s *stream) owner() owner      { return owner{conn: s.id, principal: s.peer.principal} }
+func (s *stream) lasting() bool     { return true }
+
+func (s *stream) initialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version != ""
+}
+
+func (s *stream) initialize(version string, caps []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version != "" {
+		return false
 	}
-	for _, f := range early {
-		if f.err != nil {
-			return c.finish(f.err, readerDone)
+	s.version = version
+	// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
+	s.canElicit = version >= "2025-06-18" && declaresFormElicitation(caps)
+	return true
+}
+
+// elicitor asks through elicitation/create when asking is on and the
+// client negotiated a revision that has it and declared form elicitation.
+func (s *stream) elicitor() elicitFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.canElicit || !s.e.askClient {
+		return nil
+	}
+	return s.ask
+}
+
+// Request serves one request (jsonrpc.Handler): the pipeline's steps, then
+// an inline answer, or the request on a goroutine of its own, admitted
+// under the in-flight bound (a refusal answers at once: the reader never
+// blocks).
+func (s *stream) Request(m jsonrpc.Message, inBatch bool, to jsonrpc.Replier) {
+	in := new(inbound)
+	md, r := s.e.accept(&s.peer, &m, in, inBatch)
+	switch {
+	case md == nil:
+	case md.inline != nil && s.conn.AtBound():
+		// Answered on this goroutine, they never count as in flight, but
+		// at the bound they are refused like any other request
+		// (docs/SPEC.md §4).
+		r = s.e.refusal(in, "server is busy")
+	case md.inline != nil:
+		r = md.inline(s.e, &s.peer, in, inBatch)
+	default:
+		s.run(md, in, to)
+		return
+	}
+	to.Reply(r.answer())
+}
+
+// run admits in and serves it on its own goroutine, which answers to once
+// it is done (nothing for a request cancelled meanwhile).
+func (s *stream) run(md *method, in *inbound, to jsonrpc.Replier) {
+	inc, err := s.conn.Accept(in.id)
+	switch {
+	case err == jsonrpc.ErrInFlight:
+		to.Reply(jsonrpc.EncodeError(in.id, jsonrpc.ErrInFlight))
+		return
+	case err == jsonrpc.ErrClosing:
+		to.Reply(s.e.refusal(in, ErrShuttingDown.Error()).answer())
+		return
+	case err != nil:
+		to.Reply(s.e.refusal(in, "server is busy").answer())
+		return
+	}
+	if !s.spawn(func() {
+		r := s.e.serve(inc.Context(), &s.peer, in, md)
+		if inc.Finish() {
+			s.e.abandon(in, errCancelledByClient)
+			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
 		}
-		c.frame(f)
+		to.Reply(r.answer())
+		if c := in.named; c != nil {
+			c.wire.release() // a 2025-11-25 task's notifications follow the answer naming it
+		}
+		inc.Done()
+	}) {
+		inc.Finish()
+		inc.Done()
+		to.Reply(s.e.refusal(in, ErrShuttingDown.Error()).answer())
 	}
-	for {
-		select {
-		case f := <-frames:
-			if f.err != nil {
-				return c.finish(f.err, readerDone)
+}
+
+// maxIdleWorkers bounds the goroutines a stream keeps waiting for its next
+// request.
+const maxIdleWorkers = 4
+
+// spawn runs f on a goroutine of the engine's (goCall): an idle worker of
+// this stream when one waits, else a new one, which then waits for the
+// stream's next request while fewer than maxIdleWorkers wait, until the
+// stream's serving ends. A request's goroutine grows its stack by copying
+// as the call goes deeper; reusing one that has grown spares every
+// request of a busy stream that cost. It reports false, and f does not
+// run, once the engine has stopped.
+func (s *stream) spawn(f func()) bool {
+	if s.e.isStopping() {
+		return false
+	}
+	select {
+	case s.work <- f:
+		return true
+	default:
+	}
+	return s.e.goCall(func() {
+		for {
+			f()
+			if s.idle.Add(1) > maxIdleWorkers {
+				s.idle.Add(-1)
+				return
 			}
-			c.frame(f)
-		case <-c.ctx.Done():
-			c.shut(false)
-			stopReader()
-			if err := c.failure(); err != nil {
-				return fmt.Errorf("write: %w", err)
+			select {
+			case f = <-s.work:
+				s.idle.Add(-1)
+			case <-s.conn.Done():
+				s.idle.Add(-1)
+				return
 			}
-			return nil
 		}
-	}
-}
-
-// frame is one line the reader read, or the end of the input.
-type frame struct {
-	line     []byte
-	oversize bool
-	err      error // io.EOF or a read failure; the last frame
-}
-
-// conn is one served stream: the connection carrier. It owns what an
-// exchange does not have — negotiation, the in-flight id space, our own
-// requests to the client and the chains of parked rounds — in one state
-// struct (connState) changed only through update, which also decides what
-// follows from a change: closing ends the input for prompts, a failed write
-// stops serving, closing with nothing running is the end of the drain (in
-// the spirit of x/tools jsonrpc2_v2's inFlightState and updateInFlight).
-type conn struct {
-	e      *Engine
-	w      io.Writer
-	opts   ConnOptions
-	peer   peer
-	bind   string          // binds this stream's input-required rounds to it
-	ctx    context.Context // the parent of every request's context
-	cancel context.CancelCauseFunc
-
-	writeMu  sync.Mutex // serialises writes to w; guards wErr
-	wErr     error      // the first failed write, or errServingEnded
-	inputEnd chan struct{}
-	drained  chan struct{}
-
-	mu sync.Mutex // guards s; taken by update and by readers of s
-	s  connState
-}
-
-// connState is everything about a stream that changes while it is served.
-type connState struct {
-	version   string // negotiated legacy revision; "" before initialize
-	canElicit bool   // negotiated ≥ 2025-06-18 and declared form elicitation
-	inflight  map[string]*flight
-	// running counts request goroutines until their answer is written: a
-	// drain waits for them, not only for the ids (an id is free again as
-	// soon as its answer is ready, before it is written).
-	running int
-	// closing: no new request is admitted and prompts waiting for this
-	// client settle closed (the input ended, or serving stops).
-	closing bool
-	failErr error // the first failed write: serving stops
-	// pending are our elicitation/create requests awaiting the client's
-	// response, by id key; their ids ("srv-<n>") are our own id space.
-	pending map[string]chan json.RawMessage
-	nextSrv int
-	// chains maps the id of a request that answered input_required to the
-	// parked call, so notifications/cancelled naming it ends the call.
-	chains map[string]*parkedCall
-
-	inputEnded, drained bool // their channels are closed
-}
-
-// update applies f to the stream's state under its lock, then acts on what
-// the state now says; every change of connState goes through it.
-func (c *conn) update(f func(*connState)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := &c.s
-	f(s)
-	if s.closing && !s.inputEnded {
-		s.inputEnded = true
-		close(c.inputEnd)
-	}
-	if s.closing && s.running == 0 && !s.drained {
-		s.drained = true
-		close(c.drained)
-	}
-	if s.failErr != nil {
-		c.cancel(s.failErr) // serving stops; a repeat does nothing
-	}
-}
-
-// failure is the first failed write, or nil.
-func (c *conn) failure() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.s.failErr
-}
-
-// flight is one request being served.
-type flight struct {
-	cancel    context.CancelCauseFunc
-	cancelled bool // by the client: write nothing for it
+	})
 }
 
 // errCancelledByClient is the cause of a call its client cancelled.
 var errCancelledByClient = errors.New("cancelled by the client")
 
-func (e *Engine) newConn(w io.Writer, opts ConnOptions) *conn {
-	if opts.MaxLineBytes <= 0 {
-		opts.MaxLineBytes = 4 << 20
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 64
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 64
-	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 15 * time.Second
-	}
-	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = 5 * time.Second
-	}
-	c := &conn{
-		e: e, w: w, opts: opts,
-		bind:     "conn:" + strconv.FormatUint(connIDs.Add(1), 10),
-		inputEnd: make(chan struct{}),
-		drained:  make(chan struct{}),
-		s: connState{
-			inflight: make(map[string]*flight),
-			pending:  make(map[string]chan json.RawMessage),
-			chains:   make(map[string]*parkedCall),
-		},
-	}
-	c.ctx, c.cancel = context.WithCancelCause(e.base)
-	c.peer = peer{carrier: c, principal: opts.Principal, notify: c.write}
-	return c
-}
-
-// read is the only reader of r. It stops at the end of the input, on a read
-// failure, or once serving has stopped (after its current Read returns).
-func (c *conn) read(r io.Reader, frames chan<- frame) {
-	lr := jsonrpc.NewLineReader(r, c.opts.MaxLineBytes)
-	for {
-		line, oversize, err := lr.Next()
-		f := frame{line: append([]byte(nil), line...), oversize: oversize, err: err}
-		select {
-		case frames <- f:
-		case <-c.ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
+// Notification serves a notification (jsonrpc.Handler).
+// notifications/initialized changes nothing (requests are served from the
+// initialize answer on), so it is ignored like every unknown notification;
+// notifications/cancelled ends the request it names, or the parked call
+// whose chain's latest id it is.
+func (s *stream) Notification(m jsonrpc.Message) {
+	if i, ok := cancelledID(&m); ok {
+		s.conn.Cancel(i, errCancelledByClient)
+		s.e.cancelled(s.owner(), i)
 	}
 }
 
-// maxEarlyFrames bounds the frames kept during start-up; beyond it the
-// reader waits (the client's writes block) until serving begins.
-const maxEarlyFrames = 256
-
-// startup validates the catalog while keeping the frames that arrive.
-func (c *conn) startup(ctx context.Context, frames <-chan frame) ([]frame, error) {
-	vctx, cancel := context.WithTimeoutCause(ctx, c.opts.StartTimeout, ErrStartTimeout)
-	defer cancel()
-	validated := make(chan error, 1)
-	go func() { validated <- c.e.Validate(vctx) }()
-	var early []frame
-	for {
-		in := frames
-		if len(early) >= maxEarlyFrames {
-			in = nil
-		}
-		select {
-		case err := <-validated:
-			switch {
-			case err == nil:
-				return early, nil
-			case ctx.Err() != nil:
-				return nil, errStopped
-			case context.Cause(vctx) != nil:
-				return nil, context.Cause(vctx)
-			}
-			return nil, err
-		case f := <-in:
-			if f.err != nil && len(early) == 0 {
-				// The client went away before saying anything: nothing
-				// to serve.
-				cancel()
-				<-validated
-				return nil, ErrInputClosed
-			}
-			// Frames that arrive during start-up are kept, the end of the
-			// input after them too: a client that pipes its requests and
-			// closes its output still gets every answer.
-			early = append(early, f)
-			if f.err != nil {
-				frames = nil // the reader has ended
-			}
-		case <-c.e.base.Done():
-			cancel()
-			<-validated
-			return nil, ErrShuttingDown
-		case <-vctx.Done():
-			<-validated
-			if ctx.Err() != nil {
-				return nil, errStopped
-			}
-			return nil, context.Cause(vctx)
-		}
+// Batch says whether a frame is served as a batch (jsonrpc.Handler):
+// 2025-03-26 only, at most MaxBatch elements (docs/SPEC.md §4).
+func (s *stream) Batch(arr []byte) *Error {
+	version := s.legacyVersion()
+	if !batchesAllowed(version) {
+		return batchRefused(version, 0, s.maxBatch) // refused before the array is split
 	}
+	n, _ := jsonrpc.ArrayLen(arr)
+	return batchRefused(version, n, s.maxBatch)
 }
 
-// lineLimitMessage says what an oversize line exceeded, naming the limit:
-// "message exceeds the line limit of 4194304 bytes (4 MiB)".
-func lineLimitMessage(limit int) string {
-	msg := "message exceeds the line limit of " + strconv.Itoa(limit) + " bytes"
-	if limit >= 1<<20 && limit%(1<<20) == 0 {
-		msg += " (" + strconv.Itoa(limit>>20) + " MiB)"
-	}
-	return msg
-}
+// Closed ends what lived on the stream (jsonrpc.Handler): its parked
+// rounds and its tasks, which nobody can resume or name again.
+func (s *stream) Closed() { s.e.closeOwner(s.owner()) }
 
-// frame serves one line: blank lines are ignored; an oversize line is
-// -32600 and invalid JSON -32700, both with no id (docs/SPEC.md §4).
-func (c *conn) frame(f frame) {
-	line := f.line
-	switch {
-	case f.oversize:
-		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest(lineLimitMessage(c.opts.MaxLineBytes))))
-		return
-	case jsonrpc.FirstByte(line) == 0:
-		return
-	case jsonrpc.FirstByte(line) == '{': // validated as it is read
-		c.e.handle(&c.peer, line, false, c)
-	case !jsonrpc.Valid(line):
-		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.ErrParse))
-	case jsonrpc.FirstByte(line) == '[':
-		c.e.handleBatch(&c.peer, line, c.opts.MaxBatch, 0, c)
-	default:
-		c.write(jsonrpc.EncodeError(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
-	}
-}
-
-// deliver writes an answer; nothing for Accepted and Cancelled.
-func (c *conn) deliver(r reply) {
-	if r.kind != Accepted && r.kind != Cancelled {
-		c.write(r.body)
-	}
-}
-
-// write sends one message as one line; after the first failure nothing more
-// is written and the stream stops.
-func (c *conn) write(b []byte) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if c.wErr != nil {
-		return
-	}
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		c.wErr = err
-		c.update(func(s *connState) { s.failErr = err })
-	}
-}
-
-// errServingEnded marks the stream's output closed once ServeConn returned.
-var errServingEnded = errors.New("serving ended")
-
-// closeWrites ends writing: a call that outlived its stream (a session
-// ignoring cancellation) writes nothing after ServeConn has returned.
-func (c *conn) closeWrites() {
-	c.writeMu.Lock()
-	if c.wErr == nil {
-		c.wErr = errServingEnded
-	}
-	c.writeMu.Unlock()
-}
-
-// legacyVersion is the revision in force for legacy requests: the
-// negotiated one, or 2025-03-26 before initialize (docs/SPEC.md §4).
-func (c *conn) legacyVersion() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.s.version == "" {
-		return defaultLegacyVersion
-	}
-	return c.s.version
-}
-
-func (c *conn) headers() *Headers { return nil }
-
-func (c *conn) binding() string { return c.bind }
-
-// negotiated reports whether the stream was initialized.
-func (c *conn) negotiated() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.s.version != ""
-}
-
-// negotiate records an initialize; false when the stream was initialized
-// already.
-func (c *conn) negotiate(version string, caps []byte) (ok bool) {
-	c.update(func(s *connState) {
-		if s.version != "" {
-			return
-		}
-		s.version, ok = version, true
-		// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
-		s.canElicit = version >= "2025-06-18" && declaresFormElicitation(caps)
-	})
-	return ok
-}
-
-func (c *conn) inFlight(i jsonrpc.ID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.s.inflight[i.Key()] != nil
-}
-
-func (c *conn) atBound() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.s.inflight) >= c.opts.MaxInFlight
-}
-
-// newInbound: a connection's messages run side by side, one inbound each.
-func (c *conn) newInbound(bool) *inbound { return new(inbound) }
-
-// run admits a request to be served on its own goroutine, which gives its
-// answer to to, or answers at once: a duplicate in-flight id (-32600), the
-// in-flight bound (busy), or a stream that is closing (shutting down).
-func (c *conn) run(p *peer, in *inbound, _ bool, to sink) {
-	key := in.id.Key()
-	// The admission's outcome, copied into variables assigned once below:
-	// the goroutine captures those by value (no allocation each).
-	var adm struct {
-		refuse *Error
-		msg    string
-		f      *flight
-		ctx    context.Context
-		cancel context.CancelCauseFunc
-		elicit elicitFunc
-	}
-	c.update(func(s *connState) {
-		switch {
-		case s.inflight[key] != nil:
-			adm.refuse = jsonrpc.InvalidRequest("id is already in flight")
-			return
-		case s.closing:
-			adm.msg = ErrShuttingDown.Error()
-			return
-		case len(s.inflight) >= c.opts.MaxInFlight:
-			adm.msg = "server is busy"
-			return
-		}
-		adm.ctx, adm.cancel = context.WithCancelCause(c.ctx)
-		adm.f = &flight{cancel: adm.cancel}
-		s.inflight[key] = adm.f
-		s.running++
-		if !in.modern && s.canElicit && c.e.rounds != nil {
-			adm.elicit = c.elicit
-		}
-	})
-	switch {
-	case adm.refuse != nil:
-		to.deliver(answerErr(in.id, adm.refuse))
-		return
-	case adm.msg != "":
-		to.deliver(c.e.refusal(in, adm.msg))
-		return
-	}
-	ctx, cancel, f, elicit := adm.ctx, adm.cancel, adm.f, adm.elicit
-	run := func() {
-		r := c.e.serve(ctx, p, in, elicit)
-		var cancelled bool
-		c.update(func(s *connState) {
-			delete(s.inflight, key)
-			cancelled = f.cancelled
-		})
-		cancel(nil)
-		if cancelled {
-			c.e.abandon(in, errCancelledByClient)
-			r = reply{kind: Cancelled} // docs/SPEC.md §3: no response for a cancelled request
-		}
-		to.deliver(r)
-		if in.written != nil {
-			in.written()
-		}
-		c.update(func(s *connState) { s.running-- })
-	}
-	if !c.e.goCall(run) {
-		c.update(func(s *connState) {
-			delete(s.inflight, key)
-			s.running--
-		})
-		cancel(nil)
-		to.deliver(c.e.refusal(in, ErrShuttingDown.Error()))
-	}
-}
-
-// route takes a client's response (to our elicitation/create) or
-// notification. notifications/initialized changes nothing (requests are
-// served from the initialize answer on), so it is ignored like every
-// unknown notification; notifications/cancelled ends the request it names,
-// or the parked call whose chain's latest id it is.
-func (c *conn) route(m jsonrpc.Message) {
-	if !m.HasMethod {
-		c.response(&m)
-		return
-	}
-	i, ok := cancelledID(&m)
-	if !ok {
-		return
-	}
-	key := i.Key()
-	var (
-		f  *flight
-		pc *parkedCall
-	)
-	c.update(func(s *connState) {
-		if f = s.inflight[key]; f != nil {
-			f.cancelled = true
-		}
-		pc = s.chains[key]
-		delete(s.chains, key)
-	})
-	if f != nil {
-		f.cancel(errCancelledByClient)
-	}
-	if pc != nil {
-		c.e.endParked(pc, errCancelledByClient)
-	}
-}
-
-func mustMembers(obj []byte) []jsonrpc.Member {
-	ms, _ := jsonrpc.Members(obj, nil)
-	return ms
-}
-
-// parkedOn remembers that request i parked pc: i is now the chain's latest
-// id, the only one whose notifications/cancelled ends the call (an earlier
-// id of the chain is a finished request, ignored like any other). Chains
-// whose calls have ended are dropped, so the map stays bounded by the
-// parked rounds.
-func (c *conn) parkedOn(i jsonrpc.ID, pc *parkedCall) {
-	c.update(func(s *connState) {
-		for k, x := range s.chains {
-			if x == pc || x.ended() {
-				delete(s.chains, k)
-			}
-		}
-		s.chains[i.Key()] = pc
-	})
-}
-
-// finish handles the end of the input: a drain (requests in flight may
-// finish and write for DrainTimeout), then what a stop does to the rest.
-func (c *conn) finish(readErr error, readerDone <-chan struct{}) error {
-	c.shut(true)
-	<-readerDone
-	if errors.Is(readErr, io.EOF) {
-		return nil
-	}
-	return fmt.Errorf("read: %w", readErr)
-}
-
-// shut ends serving, once: no new request is admitted and prompts waiting
-// for this client settle closed (update, closing). With drain, requests in
-// flight may finish and write for DrainTimeout, unless serving is stopped
-// meanwhile; then (or at once without drain) the rest are cancelled as
-// shutting down (a tools/call still answers "server is shutting down" while
-// the stream can write) and waited for, at most DrainTimeout. Last, the
-// stream's parked rounds end: nothing can resume them.
-func (c *conn) shut(drain bool) {
-	c.update(func(s *connState) { s.closing = true })
-	if drain {
-		t := time.NewTimer(c.opts.DrainTimeout)
-		select {
-		case <-c.drained:
-		case <-t.C:
-		case <-c.ctx.Done():
-		}
-		t.Stop()
-	}
-	select {
-	case <-c.drained:
-	default:
-		c.cancel(ErrShuttingDown)
-		t := time.NewTimer(c.opts.DrainTimeout)
-		select {
-		case <-c.drained:
-		case <-t.C:
-			c.e.logger.Warn("engine: calls still running after a stream stopped; the session ignores cancellation")
-		}
-		t.Stop()
-	}
-	c.e.endRounds(c.bind)
-	c.e.endTasks(c.bind)
-}
-
-type elicitRequest struct {
-	JSONRPC string      `json:"jsonrpc"`
-	ID      string      `json:"id"`
-	Method  string      `json:"method"`
-	Params  elicitParms `json:"params"`
-}
-
-type cancelledParams struct {
-	RequestID string `json:"requestId"`
-	Reason    string `json:"reason"`
-}
-
-type notification struct {
-	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
-}
-
-// elicit sends elicitation/create to a legacy client and waits for its
+// elicit sends elicitation/create to the legacy client and waits for its
 // response until the round lifetime passes, the call's ctx ends or the
 // stream's input ends; then it sends notifications/cancelled for our
 // request so the client can close its dialog (docs/SPEC.md §6 "Legacy
 // stdio"). It returns the result, or nil when there is none (an error
-// response included).
-func (c *conn) elicit(ctx context.Context, f domain.Form) json.RawMessage {
-	ch := make(chan json.RawMessage, 1)
-	var srvID, key, version string
-	c.update(func(s *connState) {
-		s.nextSrv++
-		srvID = "srv-" + strconv.Itoa(s.nextSrv)
-		key = "s:" + srvID
-		s.pending[key] = ch
-		version = s.version
-	})
-
-	params := elicitParms{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema}
-	if version == "2025-06-18" {
+// response included). A 2025-11-25 task's prompt carries the related task
+// (docs/SPEC.md §14).
+func (s *stream) elicit(ctx context.Context, f domain.Form, task string) json.RawMessage {
+	params := elicitParams{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema}
+	if s.legacyVersion() == "2025-06-18" {
 		params.Mode = "" // that revision has form mode only, unnamed
 		if f.RequestedSchema20250618 != nil {
 			params.RequestedSchema = f.RequestedSchema20250618 // nor titled enums
 		}
 	}
-	if id, ok := relatedTask(ctx); ok {
-		params.Meta = relatedTaskMeta(id) // a 2025-11-25 task's prompt (docs/SPEC.md §14)
+	if task != "" {
+		params.Meta = relatedTaskMeta(task)
 	}
-	req, _ := domain.MarshalJSON(elicitRequest{JSONRPC: "2.0", ID: srvID, Method: "elicitation/create", Params: params})
-	c.write(req)
-
-	timer := time.NewTimer(c.e.roundLifetime)
-	defer timer.Stop()
-	var reason string
-	select {
-	case raw := <-ch:
-		return raw
-	case <-ctx.Done():
-		reason = "the request was cancelled"
-	case <-timer.C:
+	body, _ := domain.MarshalJSON(params)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.e.roundLifetime, errNoAnswer)
+	defer cancel()
+	id, result, err := s.conn.Call(ctx, "elicitation/create", body)
+	if err == nil {
+		return result
+	}
+	reason := "the request was cancelled"
+	switch {
+	case errors.Is(err, errNoAnswer):
 		reason = "no answer in time"
-	case <-c.inputEnd:
+	case errors.Is(err, jsonrpc.ErrInputEnded):
 		reason = "the input ended"
 	}
-	c.update(func(s *connState) { delete(s.pending, key) })
-	note, _ := domain.MarshalJSON(notification{JSONRPC: "2.0", Method: "notifications/cancelled",
-		Params: cancelledParams{RequestID: srvID, Reason: reason}})
-	c.write(note)
+	b := jsonrpc.AppendString([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id)
+	s.conn.Write(append(jsonrpc.AppendString(append(b, `,"reason":`...), reason), "}}"...))
 	return nil
 }
 
-// response routes a client's response to our pending request; a response
-// for an unknown id is ignored.
-func (c *conn) response(m *jsonrpc.Message) {
-	key := m.ID.Key()
-	var ch chan json.RawMessage
-	c.update(func(s *connState) {
-		ch = s.pending[key]
-		delete(s.pending, key)
-	})
-	if ch == nil {
-		return
+var errNoAnswer = errors.New("no answer in time")
+
+// cancelledID is the requestId a notifications/cancelled names; false for
+// any other message, or params without a valid id (ignored, as MCP says a
+// notification never gets an error).
+func cancelledID(m *jsonrpc.Message) (jsonrpc.ID, bool) {
+	if m.Method != "notifications/cancelled" || !jsonrpc.IsObject(m.Params) {
+		return jsonrpc.ID{}, false
 	}
-	if m.Result != nil {
-		ch <- append(json.RawMessage(nil), m.Result...)
-	} else {
-		ch <- nil // an error response: the prompt settles closed
+	raw, _ := jsonrpc.Lookup(members(m.Params), "requestId")
+	return jsonrpc.ParseID(raw)
+}
+
+// cancelled serves a notifications/cancelled from o naming request i, in
+// the index (docs/SPEC.md §3 "Cancellation"): exactly one legacy
+// tools/call of o's in flight over HTTP with that id is cancelled (its
+// request answers nothing); the parked call whose chain's latest id it is
+// on a stream ends. None: ignored, as an unknown or finished id; several
+// (ids repeat across clients of one principal: every loopback client is
+// the same principal, and SDKs count ids from 0): none is cancelled and
+// that is logged with the count — cancelling one at a guess, or all, could
+// end another client's turn, while the client that meant it can still
+// close its request.
+func (e *Engine) cancelled(o owner, i jsonrpc.ID) {
+	c, n := e.index.requests.lookup(o, i)
+	switch {
+	case n > 1:
+		e.logger.Warn("engine: notifications/cancelled ignored: several requests of the same principal are in flight with that id",
+			"requests", n)
+	case c == nil:
+	case c.mode == modePlain:
+		c.update(func(s *callState) { s.cancelled = true })
+		c.cancel(errCancelledByClient)
+	default:
+		c.leave(errCancelledByClient)
 	}
 }

@@ -1,38 +1,39 @@
-// Package engine is agentmcp's hand-written JSON-RPC 2.0 + MCP engine. It is
-// built once, by the composition root, and every carrier serves it: a carrier
-// frames bytes and decides who may talk; the engine does everything else.
+// Package engine is agentmcp's MCP server: a hand-written JSON-RPC 2.0 +
+// MCP engine, built once by the composition root and served by every
+// carrier. A carrier frames bytes and decides who may talk; the engine
+// does everything else.
 //
-// The engine serves both protocol eras (docs/SPEC.md §4): the initialize-era
+// It serves both protocol eras (docs/SPEC.md §4): the initialize-era
 // revisions 2024-11-05 … 2025-11-25 ("legacy") and the stateless 2026-07-28
-// revision ("modern"), chosen per request. It exposes exactly the tools
-// capability: tools/list (the session's runtime tools, then the submission
-// tool) and tools/call (docs/SPEC.md §2–§3). Every other method is -32601.
+// revision ("modern"), chosen per request. Its methods are one table
+// (methods.go): initialize and ping (legacy), server/discover (modern),
+// tools/list and tools/call (docs/SPEC.md §2–§3), and the tasks/* methods
+// of each era's tasks (§14). Every other method is -32601.
 //
 // Two entry points, one pipeline behind them (decode, era, validation,
-// dispatch, encode — each written once, in handle.go):
+// dispatch, encode — each written once):
 //
 //   - [Engine.ServeConn] serves one long-lived newline-delimited stream
-//     (stdio, a Unix-socket connection): one client, one legacy negotiation,
-//     one in-flight id space, server-to-client requests (legacy
-//     elicitation) and notifications/cancelled.
+//     (stdio, a Unix-socket connection) over internal/jsonrpc's Conn: one
+//     client, one legacy negotiation, one in-flight id space,
+//     server-to-client requests (legacy elicitation) and
+//     notifications/cancelled.
 //   - [Engine.Exchange] serves one stateless request body (a Streamable HTTP
 //     POST) and returns an [Outcome] kind that the HTTP framing maps to a
 //     status.
 //
-// Every carrier has the one lifecycle of [Carrier] (carrier.go:
-// Start / Stop / Wait, the shared lifecycle errors, and [Engine.Run], which
-// stops the carriers and then shuts the engine down). The engine knows no
-// HTTP: a carrier hands it normalised header values and maps its [Outcome]
-// kinds to its own terms.
+// Every carrier has the one lifecycle of [Carrier] (carrier.go). The engine
+// knows no HTTP: a carrier hands it normalised header values and maps its
+// [Outcome] kinds to its own terms.
 //
-// JSON text in and out (frames, members, ids, messages, responses, the line
-// reader) is internal/jsonrpc's. The files follow the concerns: codec.go
-// (the error codes and Error, named for the engine's users), handle.go (the
-// pipeline and the methods), conn.go (connections), exchange.go (stateless
-// exchanges), caller.go (the Caller a session gets), rounds.go
-// (input-required rounds), carrier.go (the carrier lifecycle), tasks.go (the
-// 2026-07-28 tasks extension and the task store), tasks_legacy.go
-// (2025-11-25's experimental tasks).
+// The files follow the concerns: handle.go (the pipeline, tools/list and
+// tools/call), methods.go (the method table and callMode, what a
+// tools/call becomes), call.go (a call's one state machine and its one
+// Caller), index.go (the calls a client reaches by name, with their
+// bounds), rounds.go (input-required rounds), tasks.go (both eras' tasks),
+// conn.go (streams), exchange.go (stateless exchanges), observe.go (the
+// Observer), carrier.go (the carrier lifecycle), codec.go and versions.go.
+// JSON text in and out is internal/jsonrpc's.
 package engine
 
 import (
@@ -109,22 +110,22 @@ type Engine struct {
 	// cause ErrShuttingDown, which ends every call on every carrier.
 	base       context.Context
 	cancelBase context.CancelCauseFunc
-	// calls counts the goroutines the engine runs: connections' requests,
-	// batch elements and calls parked under rounds. Shutdown waits for
-	// them; once stopped is set (under mu) no new one starts.
+	// calls counts the goroutines the engine runs: streams' requests,
+	// batch elements and calls that outlive their request. Shutdown waits
+	// for them; once stopped is set (under mu) no new one starts.
 	calls   sync.WaitGroup
 	mu      sync.Mutex
 	stopped bool
 
-	// rounds holds parked input-required rounds; nil while AskClient is off.
-	rounds        *roundStore
+	// askClient: prompts may reach the client of the call that raised them
+	// (docs/SPEC.md §6); roundLifetime bounds a parked round and a
+	// prompt's wait.
+	askClient     bool
 	roundLifetime time.Duration
+	taskOpts      TaskOptions // with the defaults
 
-	// tasks holds the tasks extension's tasks (docs/SPEC.md §14).
-	tasks *taskStore
-	// flights are the legacy tools/calls exchanges serve, for a later
-	// exchange's notifications/cancelled (flights.go).
-	flights httpFlights
+	// index holds every call a client reaches by a name (index.go).
+	index index
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on
@@ -171,11 +172,13 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		observe:      opts.Observer,
 	}
 	e.base, e.cancelBase = context.WithCancelCause(context.Background())
-	if opts.AskClient {
-		e.rounds = newRoundStore(opts.RoundLifetime)
-		e.roundLifetime = e.rounds.lifetime()
+	e.askClient = opts.AskClient
+	e.roundLifetime = opts.RoundLifetime
+	if e.roundLifetime <= 0 || e.roundLifetime > domain.MaxRoundLifetime {
+		e.roundLifetime = domain.MaxRoundLifetime
 	}
-	e.tasks = newTaskStore(opts.Tasks)
+	e.taskOpts = opts.Tasks.withDefaults()
+	e.index.names = newMemNames(opts.AskClient, e.roundLifetime, e.taskOpts)
 	return e, nil
 }
 
@@ -195,7 +198,9 @@ func (e *Engine) Validate(ctx context.Context) error {
 // anything else -32603); the calls in flight on every carrier are cancelled
 // with cause [ErrShuttingDown] (where the carrier can still write, a
 // tools/call answers "server is shutting down"); [Engine.ServeConn] calls
-// stop serving and return; parked input-required rounds settle closed. It
+// stop serving and return; parked input-required rounds settle closed;
+// running tasks are cancelled (statusMessage "server is shutting down"),
+// and every task is forgotten once its call has returned. It
 // then waits until every goroutine the engine started has returned, or ctx
 // ends (returning ctx's error; the calls keep being cancelled). Safe to
 // repeat and to call concurrently.
@@ -210,12 +215,13 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	if first {
 		e.cancelBase(ErrShuttingDown)
-		if e.rounds != nil {
-			for _, p := range e.rounds.drain() {
-				p.call.end(ErrShuttingDown)
-			}
+		rounds, tasks := e.index.drain()
+		for _, in := range rounds {
+			in.c.leave(ErrShuttingDown)
 		}
-		e.shutdownTasks()
+		for _, c := range tasks {
+			c.stop(ErrShuttingDown, ErrShuttingDown.Error())
+		}
 	}
 	return waitGroup(ctx, &e.calls)
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
@@ -42,14 +43,23 @@ type reply struct {
 	// code is the JSON-RPC error code when body is an error response; 0
 	// otherwise. toolError marks a CallToolResult with isError true. Both
 	// are for the Observer (error.type, docs/SPEC.md §13). The fields are
-	// ordered so that a reply stays 32 bytes, as without them: an exchange
-	// holds one and must keep its allocation's size class.
+	// ordered so that a reply stays 32 bytes, as without them: every step
+	// of the pipeline returns one by value.
 	code      int32
 	kind      Outcome
 	toolError bool
 }
 
 var accepted = reply{kind: Accepted}
+
+// answer is what a stream writes for r: its body, nothing for Accepted and
+// Cancelled.
+func (r reply) answer() []byte {
+	if r.kind == Accepted || r.kind == Cancelled {
+		return nil
+	}
+	return r.body
+}
 
 func answered(b []byte) reply { return reply{kind: Answered, body: b} }
 func invalid(i jsonrpc.ID, e *Error) reply {
@@ -60,9 +70,9 @@ func answerErr(i jsonrpc.ID, e *Error) reply {
 }
 
 // peer is whoever sent one message: what the pipeline needs of every
-// sender, and its carrier for what differs.
+// sender, and its origin for what differs.
 type peer struct {
-	carrier   carrier
+	origin    origin
 	principal ports.Principal
 	// notify sends a notification related to one request (progress); nil
 	// drops them.
@@ -71,44 +81,40 @@ type peer struct {
 	batchSlots chan struct{}
 }
 
-// carrier is what differs between the two framings, so the pipeline never
-// asks which it serves (in the spirit of x/tools jsonrpc2_v2's split: the
-// connection owns ids, in-flight requests and responses; the pipeline is
-// only MCP). A connection (*conn, ServeConn) negotiates once, has an
-// in-flight id space, serves every request on its own goroutine and takes
-// responses and notifications; an exchange (*exchange, Exchange) keeps
-// nothing of its own, serves a single message on the caller's goroutine and
-// drops what is not a request, except notifications/cancelled, which
-// reaches the engine's registry of legacy calls in flight (flights.go).
-type carrier interface {
-	// legacyVersion is the revision in force for a legacy request.
+// origin is what differs between the framings for the pipeline (in the
+// spirit of x/tools jsonrpc2_v2's split: the connection's JSON-RPC side is
+// internal/jsonrpc's Conn; the pipeline is only MCP): a stream (ServeConn)
+// negotiates once, outlives each request and can ask a legacy client
+// through elicitation/create; an exchange (Exchange) keeps nothing and
+// carries its HTTP headers. The pipeline asks these questions and never
+// which framing it serves.
+type origin interface {
+	// legacyVersion is the revision in force for a legacy request: the
+	// negotiated one on a stream, MCP-Protocol-Version over HTTP.
 	legacyVersion() string
-	// headers are the HTTP request's MCP headers; nil on a connection.
+	// headers are the request's MCP headers; nil on a stream.
 	headers() *Headers
-	// route takes a message that is not a request: a response, or a
-	// notification (by value: a pointer through the interface would move
-	// every decoded message to the heap).
-	route(m jsonrpc.Message)
-	// inFlight reports whether a request with id i is being served.
-	inFlight(i jsonrpc.ID) bool
-	// atBound reports whether the in-flight bound is reached.
-	atBound() bool
-	// negotiated reports whether initialize was answered already;
-	// negotiate records one (false: it was answered already).
-	negotiated() bool
-	negotiate(version string, caps []byte) bool
-	// newInbound returns a zero inbound for the next request.
-	newInbound(inBatch bool) *inbound
-	// run serves in (accepted) through the engine, on this goroutine or
-	// one of its own, and gives its answer to to, exactly once.
-	run(p *peer, in *inbound, inBatch bool, to sink)
-	// parkedOn records that request i parked pc (its answer is
-	// input_required).
-	parkedOn(i jsonrpc.ID, pc *parkedCall)
-	// binding is what binds the sender's input-required rounds
-	// (docs/SPEC.md §6): a connection, or an exchange's principal.
-	binding() string
+	// owner is who the calls it starts are bound to, with the principal
+	// that sent them.
+	owner() owner
+	// initialized reports whether initialize was answered already;
+	// initialize records one (false: it was answered already). An
+	// exchange answers every initialize without keeping state.
+	initialized() bool
+	initialize(version string, caps []byte) bool
+	// lasting reports whether it outlives each request, so notifications
+	// can follow an answer (a 2025-11-25 task's) and its tasks are bound
+	// to it (tasks/list).
+	lasting() bool
+	// elicitor asks its legacy client through elicitation/create; nil when
+	// it cannot be asked (docs/SPEC.md §6).
+	elicitor() elicitFunc
 }
+
+// elicitFunc sends a form to a legacy stream client and returns its
+// ElicitResult, or nil when it could not be answered; task names the
+// 2025-11-25 task it belongs to ("" for none).
+type elicitFunc func(ctx context.Context, f domain.Form, task string) json.RawMessage
 
 // inbound is one request after decoding and era resolution.
 type inbound struct {
@@ -119,25 +125,19 @@ type inbound struct {
 	array   bool             // params was an array (MCP wants objects)
 	modern  bool
 	version string // legacy: the revision in force; modern: the requested one
-	// parked is the call this request parked (its answer is
-	// input_required), ended if that answer is dropped (see abandon).
-	parked *parkedCall
-	// task is the task this request's answer creates (its CreateTaskResult):
-	// if that answer is dropped, nobody holds the task's id, and abandon
-	// cancels and forgets it.
-	task *task
-	// written, when set, runs once the answer has been delivered: a
-	// 2025-11-25 task's notifications wait for the answer that names it
-	// (tasks_legacy.go).
-	written func()
+	// named is the call this request's answer names (a round's
+	// requestState, a task's id): if that answer is dropped, nobody holds
+	// the name, and abandon ends the call.
+	named *call
 
 	// Room for the members of params and _meta, so reading them allocates
 	// nothing more in the common case (a tools/call has three of each;
-	// more spill to the heap), and for the request's one ports.Caller
-	// (see newCallCaller): one allocation per request.
+	// more spill to the heap), and for a plain call and its progress: one
+	// allocation per request.
 	pbuf   [4]jsonrpc.Member
 	mbuf   [4]jsonrpc.Member
-	caller callCaller
+	call   call
+	report reporter
 }
 
 func (in *inbound) param(name string) ([]byte, bool) { return jsonrpc.Lookup(in.params, name) }
@@ -152,122 +152,51 @@ func (in *inbound) metaValue(name string) ([]byte, bool) {
 	return jsonrpc.Lookup(in.meta, name)
 }
 
-// sink receives the answer to one message (or one batch), exactly once:
-// on the goroutine that called handle, or on the request's own.
-type sink interface{ deliver(reply) }
-
-// handle is the pipeline every framing feeds, one JSON-RPC message (not a
-// batch) at a time: the MCP steps (accept), then the request runs on its
-// carrier. Either way its answer goes to to, exactly once.
-func (e *Engine) handle(p *peer, frame []byte, inBatch bool, to sink) {
-	in, r := e.accept(p, frame, inBatch)
-	if in == nil {
-		to.deliver(r)
-		return
+// decode reads one frame that should be a JSON object: the message, or
+// the answer to give at once (an error; nothing for a notification).
+func decode(frame []byte) (jsonrpc.Message, reply, bool) {
+	m, derr := jsonrpc.DecodeMessage(frame)
+	switch {
+	case derr == jsonrpc.ErrParse:
+		return m, invalid(jsonrpc.ID{}, derr), false
+	case derr != nil && m.IsNotification():
+		return m, accepted, false // a notification never gets a reply, not even an error
+	case derr != nil:
+		return m, invalid(m.ID, derr), false
 	}
-	p.carrier.run(p, in, inBatch, to)
+	return m, reply{}, true
 }
 
-// accept decodes one message, routes responses and notifications, parses
-// the params, resolves the era, validates and gates the method. It returns
-// the request to run, or nil and the answer to give at once.
-func (e *Engine) accept(p *peer, frame []byte, inBatch bool) (*inbound, reply) {
-	m, derr := jsonrpc.DecodeMessage(frame)
-	if derr == jsonrpc.ErrParse {
-		return nil, invalid(jsonrpc.ID{}, derr)
-	}
-	if derr != nil {
-		if m.IsNotification() {
-			return nil, accepted // a notification never gets a reply, not even an error
-		}
-		return nil, invalid(m.ID, derr)
-	}
-	if !m.HasMethod || !m.HasID { // a response or a notification
-		p.carrier.route(m)
-		return nil, accepted
-	}
-	if p.carrier.inFlight(m.ID) {
-		// docs/SPEC.md §4: a request reusing an id still in flight gets
-		// -32600, the first is untouched, whatever its method.
-		return nil, answerErr(m.ID, jsonrpc.InvalidRequest("id is already in flight"))
-	}
-	in := p.carrier.newInbound(inBatch)
-	perr := parseParams(&m, in)
-	if perr != nil {
+// accept runs the MCP steps of a request (m has a method and an id): it
+// parses the params into in, resolves the era, validates and gates the
+// method (docs/SPEC.md §4). It returns the method's row, or nil and the
+// answer to give at once.
+func (e *Engine) accept(p *peer, m *jsonrpc.Message, in *inbound, inBatch bool) (*method, reply) {
+	if perr := parseParams(m, in); perr != nil {
 		return nil, invalid(m.ID, perr)
 	}
-	h := p.carrier.headers()
+	h := p.origin.headers()
 	in.modern = isModern(in, h)
-	if in.modern {
-		if inBatch {
-			return nil, invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion))
-		}
-		if verr := validateModern(in, h); verr != nil {
-			kind := Invalid
-			if verr.Code == CodeMethodNotFound {
-				kind = UnknownMethod
-			}
-			r := invalid(in.id, verr)
-			r.kind = kind
-			return nil, r
-		}
-	} else {
-		in.version = p.carrier.legacyVersion()
-		switch in.method {
-		case "initialize", "ping":
-			if p.carrier.atBound() {
-				// Answered on this goroutine, they never count as in
-				// flight, but at the bound they are refused like any
-				// other request (docs/SPEC.md §4).
-				return nil, e.refusal(in, "server is busy")
-			}
-			if in.method == "ping" {
-				return nil, answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil))
-			}
-			if inBatch {
-				return nil, answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch"))
-			}
-			return nil, e.initialize(p, in)
-		case "tools/list", "tools/call":
-		default:
-			if isLegacyTaskMethod(in.method) && legacyTasks(in) {
-				break
-			}
+	if !in.modern {
+		in.version = p.origin.legacyVersion()
+		md := lookup(in)
+		if md == nil {
 			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
+		return md, reply{}
 	}
-	return in, reply{}
-}
-
-// handleBatch serves a JSON array (valid JSON): a 2025-03-26 batch, each
-// element through handle, answered with one array once every element is
-// done, or nothing when no element had an answer (docs/SPEC.md §4). At
-// most concurrency elements run at once (0: all).
-func (e *Engine) handleBatch(p *peer, frame []byte, max, concurrency int, to sink) {
-	version := p.carrier.legacyVersion()
-	if !batchesAllowed(version) { // refused before the array is split
-		to.deliver(invalid(jsonrpc.ID{}, batchRefused(version, 0, max)))
-		return
+	if inBatch {
+		return nil, invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion))
 	}
-	elems := jsonrpc.Elements(frame)
-	if err := batchRefused(version, len(elems), max); err != nil {
-		to.deliver(invalid(jsonrpc.ID{}, err))
-		return
-	}
-	if concurrency > 0 && concurrency < len(elems) {
-		p.batchSlots = make(chan struct{}, concurrency)
-	}
-	b := &batch{slots: make([]batchSlot, len(elems)), pending: len(elems), to: to}
-	for i := range b.slots {
-		b.slots[i].b = b
-	}
-	for i, el := range elems {
-		if jsonrpc.FirstByte(el) != '{' {
-			b.slots[i].deliver(answerErr(jsonrpc.ID{}, jsonrpc.InvalidRequest("not a JSON-RPC message")))
-			continue
+	md, verr := validateModern(in, h)
+	if verr != nil {
+		r := invalid(in.id, verr)
+		if verr.Code == CodeMethodNotFound {
+			r.kind = UnknownMethod
 		}
-		e.handle(p, el, true, &b.slots[i])
+		return nil, r
 	}
+	return md, reply{}
 }
 
 // batchRefused is why a batch of n elements in revision version is
@@ -291,48 +220,6 @@ func batchRefused(version string, n, max int) *Error {
 
 // defaultMaxBatch is [ExchangeOptions].MaxBatch's default.
 const defaultMaxBatch = 16
-
-// batch collects the answers of one batch, one slot per element.
-type batch struct {
-	mu      sync.Mutex // guards pending and the slots' bodies
-	slots   []batchSlot
-	pending int
-	to      sink
-}
-
-// batchSlot is one element's sink and, once delivered, its answer.
-type batchSlot struct {
-	b    *batch
-	body []byte
-}
-
-func (s *batchSlot) deliver(r reply) {
-	b := s.b
-	b.mu.Lock()
-	if r.kind != Cancelled {
-		s.body = r.body
-	}
-	b.pending--
-	done := b.pending == 0
-	b.mu.Unlock()
-	if !done {
-		return
-	}
-	out := []byte{'['}
-	for _, s := range b.slots {
-		if s.body != nil {
-			if len(out) > 1 {
-				out = append(out, ',')
-			}
-			out = append(out, s.body...)
-		}
-	}
-	if len(out) == 1 {
-		b.to.deliver(accepted) // notifications only: no output
-		return
-	}
-	b.to.deliver(answered(append(out, ']')))
-}
 
 // parseParams fills in (a zero inbound) with m's id and method, and splits
 // its params into members, refusing duplicates among them and among
@@ -374,23 +261,25 @@ func isModern(in *inbound, h *Headers) bool {
 	return h != nil && h.HasProtocolVersion && !isLegacyVersion(h.ProtocolVersion)
 }
 
-// validateModern runs the modern checks in docs/SPEC.md §4's order.
-func validateModern(in *inbound, h *Headers) *Error {
+// validateModern runs the modern checks in docs/SPEC.md §4's order and
+// returns the method's row.
+func validateModern(in *inbound, h *Headers) (*method, *Error) {
 	vraw, hasV := in.metaValue(metaProtocolVersion)
 	caps, hasCaps := in.metaValue(metaClientCapabilities)
 	if in.meta == nil || !hasV || !hasCaps {
-		return jsonrpc.InvalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
+		return nil, jsonrpc.InvalidParams("params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities)
 	}
 	if !jsonrpc.IsString(vraw) {
-		return jsonrpc.InvalidParams(metaProtocolVersion + " must be a string")
+		return nil, jsonrpc.InvalidParams(metaProtocolVersion + " must be a string")
 	}
 	if !jsonrpc.IsObject(caps) {
-		return jsonrpc.InvalidParams(metaClientCapabilities + " must be an object")
+		return nil, jsonrpc.InvalidParams(metaClientCapabilities + " must be an object")
 	}
 	in.version = jsonrpc.Unquote(vraw)
+	md := lookup(in)
 	if h != nil {
-		if e := checkHeaders(in, h); e != nil {
-			return e
+		if e := checkHeaders(in, h, md); e != nil {
+			return nil, e
 		}
 	}
 	if in.version != ModernVersion {
@@ -398,57 +287,56 @@ func validateModern(in *inbound, h *Headers) *Error {
 			Supported []string `json:"supported"`
 			Requested string   `json:"requested"`
 		}{supportedVersions[:], in.version})
-		return &Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data}
+		return nil, &Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data}
 	}
-	switch in.method {
-	case "server/discover", "tools/list", "tools/call":
-		return nil
+	if md == nil {
+		return nil, jsonrpc.MethodNotFound(in.method)
 	}
-	if isTaskMethod(in.method) {
-		return nil
-	}
-	return jsonrpc.MethodNotFound(in.method)
+	return md, nil
 }
 
-// checkHeaders compares MCP-Protocol-Version, Mcp-Method and (tools/call)
-// Mcp-Name with the body (-32020 HeaderMismatch).
-func checkHeaders(in *inbound, h *Headers) *Error {
-	mismatch := func(what string) *Error { return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what) }
-	if !h.HasProtocolVersion || h.ProtocolVersion != in.version {
-		return mismatch("MCP-Protocol-Version must equal params._meta protocolVersion")
+// checkHeaders compares MCP-Protocol-Version, Mcp-Method and the Mcp-Name
+// of a method that has one (md's mirror) with the body: a header that is
+// missing or does not match is -32020 HeaderMismatch, saying which.
+func checkHeaders(in *inbound, h *Headers, md *method) *Error {
+	switch {
+	case !h.HasProtocolVersion:
+		return headerError("MCP-Protocol-Version is missing; it must equal params._meta protocolVersion")
+	case h.ProtocolVersion != in.version:
+		return headerError("MCP-Protocol-Version must equal params._meta protocolVersion")
+	case !h.HasMethod:
+		return headerError("Mcp-Method is missing; it must equal the method")
+	case h.Method != in.method:
+		return headerError("Mcp-Method must equal the method")
+	case md == nil || md.mirror == "":
+		return nil
 	}
-	if !h.HasMethod || h.Method != in.method {
-		return mismatch("Mcp-Method must equal the method")
+	raw, ok := in.param(md.mirror)
+	if !ok || !jsonrpc.IsString(raw) {
+		raw = []byte(`""`)
 	}
-	if in.method == "tools/call" {
-		raw, ok := in.param("name")
-		if !ok || !jsonrpc.IsString(raw) {
-			raw = []byte(`""`)
-		}
-		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
-			return mismatch("Mcp-Name must equal params.name")
-		}
-	}
-	if isTaskMethod(in.method) {
-		// SEP-2663: tasks/* carry Mcp-Name: <taskId>.
-		raw, ok := in.param("taskId")
-		if !ok || !jsonrpc.IsString(raw) {
-			raw = []byte(`""`)
-		}
-		if !h.HasName || !jsonrpc.EqualString(raw, h.Name) {
-			return mismatch("Mcp-Name must equal params.taskId")
-		}
+	switch {
+	case !h.HasName:
+		return headerError("Mcp-Name is missing; it must equal params." + md.mirror)
+	case !jsonrpc.EqualString(raw, h.Name):
+		return headerError("Mcp-Name must equal params." + md.mirror)
 	}
 	return nil
 }
 
-// initialize answers a legacy initialize. On a connection it negotiates
+func headerError(what string) *Error {
+	return jsonrpc.NewError(CodeHeaderMismatch, "Header mismatch: "+what)
+}
+
+// initialize answers a legacy initialize (inline). A stream negotiates
 // once; an exchange answers it without keeping state (docs/SPEC.md §4).
-func (e *Engine) initialize(p *peer, in *inbound) reply {
-	if p.carrier.negotiated() {
+func (e *Engine) initialize(p *peer, in *inbound, inBatch bool) reply {
+	switch {
+	case inBatch:
+		return answerErr(in.id, jsonrpc.InvalidRequest("initialize must not be part of a batch"))
+	case p.origin.initialized():
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
-	}
-	if in.params == nil {
+	case in.params == nil:
 		return answerErr(in.id, jsonrpc.InvalidParams("initialize needs params"))
 	}
 	raw, ok := in.param("protocolVersion")
@@ -460,7 +348,7 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 		version = latestLegacyVersion
 	}
 	caps, _ := in.param("capabilities")
-	if !p.carrier.negotiate(version, caps) {
+	if !p.origin.initialize(version, caps) {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
@@ -476,32 +364,34 @@ func (e *Engine) initialize(p *peer, in *inbound) reply {
 	return answered(jsonrpc.EncodeResponse(in.id, append(b, '}'), nil))
 }
 
-// serveRequest runs a request that needs the session (tools/list,
-// tools/call, server/discover) on ctx and encodes its answer. elicit, when
-// set, lets the call's prompts reach a legacy client (docs/SPEC.md §6).
-// serve (observe.go) is its one caller.
-func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
-	if in.array {
+func pong(_ *Engine, _ *peer, in *inbound, _ bool) reply {
+	return answered(jsonrpc.EncodeResponse(in.id, []byte("{}"), nil))
+}
+
+// serveRequest runs a request that needs the session on ctx through its
+// method's row and encodes its answer. serve (observe.go) is its one
+// caller.
+func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, md *method) reply {
+	switch {
+	case in.array:
 		return answerErr(in.id, jsonrpc.InvalidParams("params must be an object"))
+	case in.modern && md.needsTasks && !declaresTasks(in.clientCaps()):
+		// SEP-2575 "Missing Required Capabilities": the task surface is
+		// the extension's, served only to requests that declare it.
+		return answerErr(in.id, errTasksNotDeclared(in.method))
 	}
-	switch in.method {
-	case "server/discover":
-		b := e.resultHead(make([]byte, 0, 512), in, "complete")
-		b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
-		b = append(b, `,"capabilities":{"tools":{},"extensions":{"`+extTasks+`":{}}}`...)
-		if e.instructions != "" {
-			b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
-		}
-		return answered(e.resultTail(e.appendCacheable(b), in))
-	case "tools/list":
-		return e.listTools(ctx, in)
-	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list":
-		if !in.modern {
-			return e.serveLegacyTask(ctx, p, in)
-		}
-		return e.serveTask(p, in)
+	return md.serve(e, ctx, p, in)
+}
+
+// discover answers server/discover (2026-07-28).
+func (e *Engine) discover(_ context.Context, _ *peer, in *inbound) reply {
+	b := e.resultHead(make([]byte, 0, 512), in, "complete")
+	b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
+	b = append(b, `,"capabilities":{"tools":{},"extensions":{"`+extTasks+`":{}}}`...)
+	if e.instructions != "" {
+		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
-	return e.callTool(ctx, p, in, elicit)
+	return answered(e.resultTail(e.appendCacheable(b), in))
 }
 
 // resultHead starts a response to in with a result: the head, then the
@@ -533,7 +423,7 @@ func (e *Engine) appendCacheable(b []byte) []byte {
 	return append(b, `,"cacheScope":"private"`...)
 }
 
-func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
+func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
 	if _, ok := in.param("cursor"); ok {
 		return answerErr(in.id, jsonrpc.InvalidParams("tools/list has one page; cursor is not supported"))
 	}
@@ -542,7 +432,7 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
 	var tools []byte
-	if legacyTasks(in) {
+	if !in.modern && in.version == tasksVersion {
 		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §14
 	} else {
 		tools, err = domain.MarshalJSON(cat.Tools())
@@ -558,8 +448,9 @@ func (e *Engine) listTools(ctx context.Context, in *inbound) reply {
 	return answered(e.resultTail(b, in))
 }
 
-// callTool is docs/SPEC.md §3 in order.
-func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+// callTool is docs/SPEC.md §3 in order: the name and arguments checked,
+// what the call becomes decided once (callMode), then it runs so.
+func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound) reply {
 	raw, ok := in.param("name")
 	if !ok || !jsonrpc.IsString(raw) {
 		return answerErr(in.id, jsonrpc.InvalidParams("tools/call needs a string name"))
@@ -572,31 +463,61 @@ func (e *Engine) callTool(ctx context.Context, p *peer, in *inbound, elicit elic
 	case !jsonrpc.IsObject(args):
 		return answerErr(in.id, jsonrpc.InvalidParams("arguments must be an object"))
 	}
-	var cat *domain.Catalog // read once for the task decision and the call
-	if in.modern {
+	f := callFacts{name: name, modern: in.modern, tasksRevision: !in.modern && in.version == tasksVersion}
+	var cat *domain.Catalog // read once for the decision and the call
+	var ttl time.Duration
+	if f.modern || f.tasksRevision {
 		cat, _ = e.catalog(ctx) // an error is answered by runTool, which reads it again
-		if r, ok := e.callAsTask(p, in, cat, name, args); ok {
-			return r
-		}
-		inRequest := cat != nil && cat.TaskStartsInRequest(name)
-		if e.roundsOn(in) {
-			return e.callWithRounds(ctx, p, in, name, args, inRequest)
-		}
-		if err := checkRoundParams(in); err != nil {
-			return answerErr(in.id, err)
-		}
-		if inRequest && declaresTasks(in.clientCaps()) {
-			return e.callInRequest(ctx, p, in, name, args)
-		}
-	} else if legacyTasks(in) {
-		cat, _ = e.catalog(ctx) // as above
-		if r, ok := e.callAsLegacyTask(p, in, cat, name, args, elicit); ok {
-			return r
+		if cat != nil && (cat.IsSubmit(name) || cat.Has(name)) {
+			f.known, f.support, f.startsInRequest = true, cat.TaskSupport(name), cat.TaskStartsInRequest(name)
 		}
 	}
-	caller := e.newCallCaller(in, p, elicit)
-	defer caller.finish()
-	return e.callResult(in, e.runToolIn(ctx, cat, caller, name, args))
+	if f.modern {
+		caps := in.clientCaps()
+		if f.known && f.support != domain.TaskForbidden {
+			f.declaresTasks = declaresTasks(caps)
+		}
+		f.rounds = e.askClient && declaresFormElicitation(caps)
+		if !f.rounds {
+			f.roundParams = checkRoundParams(in)
+		}
+	} else if f.tasksRevision && f.known {
+		hint, ok := in.param("task")
+		if f.augmented = ok && string(hint) != "null"; f.augmented {
+			ttl, f.taskParam = e.requestedTTL(hint)
+		}
+	}
+	m, err := callMode(f)
+	switch m {
+	case modeRefuse:
+		return answerErr(in.id, err)
+	case modeTask, modeLegacyTask:
+		return e.startTask(ctx, p, in, m, name, args, ttl)
+	case modeRounds:
+		return e.callWithRounds(ctx, p, in, name, args, f.known && f.startsInRequest)
+	case modeInRequest:
+		return e.callInRequest(ctx, p, in, name, args)
+	}
+	return e.callPlain(ctx, p, in, cat, name, args)
+}
+
+// callPlain serves a call in its request, with in's own call as its
+// Caller: prompts reach a legacy stream client that can answer forms, or
+// settle closed; progress goes out while the call is in flight.
+func (e *Engine) callPlain(ctx context.Context, p *peer, in *inbound, cat *domain.Catalog, name string, args []byte) reply {
+	c := &in.call
+	c.e, c.owner, c.ctx = e, p.origin.owner(), ctx
+	if !in.modern {
+		if c.elicit = p.origin.elicitor(); c.elicit != nil {
+			c.asks = askStream
+		}
+	}
+	in.report.setToken(in, p.notify)
+	c.own = &in.report
+	// Through update: a notifications/cancelled may already reach it.
+	c.update(func(s *callState) { s.waiter = &in.report })
+	defer in.report.finish() // nothing for this request follows its response
+	return e.callResult(in, e.runToolIn(ctx, cat, c, name, args))
 }
 
 // callResult encodes a tools/call's outcome: its result, or the JSON-RPC
@@ -740,21 +661,7 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		}
 	}
 	if cat.IsSubmit(name) {
-		prompt, ok := domain.SubmitPrompt(args)
-		if !ok {
-			return toolError(e.submit.InvalidArgumentsMessage())
-		}
-		turn, err := e.session.Submit(ctx, ports.Submission{Prompt: prompt}, withinSubmission{caller, e.submit.Name})
-		switch {
-		case e.shuttingDown(ctx):
-			return errShutdownResult
-		case err == nil:
-			return toolOutcome{result: domain.TextResult(turn.Response)}
-		case errors.Is(err, ports.ErrRefused):
-			return toolError(domain.ClientMessage(err))
-		default:
-			return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
-		}
+		return e.submitTurn(ctx, caller, args)
 	}
 	if !cat.Has(name) {
 		return toolError(domain.UnknownToolMessage(name))
@@ -767,6 +674,27 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 		return toolError(domain.ClientMessage(err))
 	}
 	return toolOutcome{env: &env}
+}
+
+// submitTurn runs the submission tool's turn (runToolIn's; apart, so the
+// frame of a plain tool's call stays small: a request's goroutine stack
+// grows by copying).
+func (e *Engine) submitTurn(ctx context.Context, caller ports.Caller, args []byte) toolOutcome {
+	prompt, ok := domain.SubmitPrompt(args)
+	if !ok {
+		return toolError(e.submit.InvalidArgumentsMessage())
+	}
+	turn, err := e.session.Submit(ctx, ports.Submission{Prompt: prompt}, withinSubmission{caller, e.submit.Name})
+	switch {
+	case e.shuttingDown(ctx):
+		return errShutdownResult
+	case err == nil:
+		return toolOutcome{result: domain.TextResult(turn.Response)}
+	case errors.Is(err, ports.ErrRefused):
+		return toolError(domain.ClientMessage(err))
+	default:
+		return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
+	}
 }
 
 // errSessionPanic answers a call whose session panicked (docs/SPEC.md §3):

@@ -18,12 +18,19 @@ const (
 // serve runs a request that needs the session (serveRequest), telling the
 // engine's Observer, when there is one, that it starts and how it ends: the
 // one place requests are observed (docs/SPEC.md §13).
-func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, elicit elicitFunc) reply {
+func (e *Engine) serve(ctx context.Context, p *peer, in *inbound, md *method) reply {
 	if e.observe == nil {
-		return e.serveRequest(ctx, p, in, elicit)
+		return e.serveRequest(ctx, p, in, md)
 	}
+	return e.serveObserved(ctx, p, in, md)
+}
+
+// serveObserved is serve with an Observer, apart so that the frame of
+// every request's stack stays small without one (a goroutine's stack
+// grows by copying).
+func (e *Engine) serveObserved(ctx context.Context, p *peer, in *inbound, md *method) reply {
 	ctx, end := e.observe.StartRequest(ctx, e.observed(in))
-	r := e.serveRequest(ctx, p, in, elicit)
+	r := e.serveRequest(ctx, p, in, md)
 	end(ports.RequestEnd{ErrorType: errorType(r)})
 	return r
 }
@@ -47,8 +54,9 @@ func (e *Engine) observed(in *inbound) ports.ObservedRequest {
 	return r
 }
 
-// callContext returns the context of a call that outlives its request (a
-// parked call under input-required rounds): ended only by its cancel or by
+// callContext returns the context of a call that outlives its request
+// (under input-required rounds, a task of either era): ended only by its
+// cancel or by
 // the engine's Shutdown (with its cause). With an Observer it carries req's
 // values, so that what the call reports nests under the request that
 // started it (a tracer's span); req's end does not end it either way.
@@ -67,15 +75,6 @@ func (e *Engine) callContext(req context.Context) (context.Context, context.Canc
 // Observer is the engine's Observer (nil when none), for carriers that
 // report connections to it.
 func (e *Engine) Observer() ports.Observer { return e.observe }
-
-// ParkedRounds is how many input-required rounds are parked, waiting for
-// their client's answer (docs/SPEC.md §6), for a gauge.
-func (e *Engine) ParkedRounds() int {
-	if e.rounds == nil {
-		return 0
-	}
-	return e.rounds.Len()
-}
 
 // errorType is r's error.type (the OpenTelemetry MCP conventions): the
 // JSON-RPC code, "tool_error", "cancelled" (no response was sent), or ""

@@ -245,5 +245,6 @@ func TestRetryThatDisconnectsEndsTheCall(t *testing.T) {
 		default:
 			t.Error("the call stayed parked under a token nobody holds")
 		}
+		emptyIndex(t, e) // no round, no request name left
 	})
 }

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,20 +17,37 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// Tasks on 2026-07-28: the io.modelcontextprotocol/tasks extension
-// (docs/SPEC.md §14; SEP-2663,
-// https://github.com/modelcontextprotocol/modelcontextprotocol/blob/main/seps/2663-tasks-extension.md).
-// A modern tools/call of a tool whose TaskSupport is optional or required,
-// from a request that declared the extension in its client capabilities,
-// is answered at once with a CreateTaskResult; the call runs on a context of
-// its own under the engine's, so it outlives the request that started it
-// (an HTTP client leaving, a stream's notifications/cancelled of the
-// creating id). tasks/get reads it, tasks/update answers its input
-// requests, tasks/cancel ends it. The store is in memory: a task lives as
-// long as the engine, and a finished one is kept for the TTL after its end.
+// Tasks (docs/SPEC.md §14): a tools/call that outlives its request as a
+// task, named by a random id, read and answered through tasks/*, on either
+// era's wire:
+//
+//   - 2026-07-28, the io.modelcontextprotocol/tasks extension (SEP-2663,
+//     https://github.com/modelcontextprotocol/modelcontextprotocol/blob/main/seps/2663-tasks-extension.md):
+//     a call of a tool that supports tasks, from a request that declared
+//     the extension, answers a flat CreateTaskResult; tasks/get reads it,
+//     tasks/update answers its input requests, tasks/cancel ends it.
+//   - 2025-11-25's experimental tasks (SEP-1686,
+//     https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks):
+//     the client asks per call (params.task, with an optional ttl), the
+//     Task is nested under "task", tasks/result blocks until the task
+//     ends, tasks/cancel of an ended task is -32602, a tool error reads
+//     failed; on a stream the task's progress and status changes follow
+//     the creating answer (taskWire), and tasks/list lists the sender's
+//     tasks where they are bound to a context of its own.
+//
+// Both are one call (call.go) named by its id in the index (index.go);
+// what differs is a view per era (modernTaskView, legacyTaskView), which
+// renders the Task and serves the era's tasks/* methods.
 
 // extTasks is the extension's identifier, under capabilities.extensions.
 const extTasks = "io.modelcontextprotocol/tasks"
+
+// tasksVersion is the one legacy revision that has tasks.
+const tasksVersion = "2025-11-25"
+
+// metaRelatedTask tags what belongs to a task (tasks/result's result, an
+// elicitation/create a task raises, its progress).
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // CodeMissingRequiredCapability (-32021, MCP 2026-07-28) answers a request
 // the server cannot serve without a capability the client did not declare:
@@ -42,6 +61,13 @@ const (
 	DefaultTaskPollInterval  = 2 * time.Second
 	DefaultTasksPerPrincipal = 8
 	DefaultMaxTasks          = 256
+	// DefaultTaskResultBytesPerPrincipal and DefaultMaxTaskResultBytes
+	// bound the bytes of the results ended tasks keep for their TTL: 64 MiB
+	// for one principal, 256 MiB in all. A result is the tool's or turn's
+	// text, as large as the session makes it (an agent turn's answer may
+	// hold megabytes), and kept whole until its TTL.
+	DefaultTaskResultBytesPerPrincipal = 64 << 20
+	DefaultMaxTaskResultBytes          = 256 << 20
 )
 
 // TaskOptions bounds and times the engine's tasks (docs/SPEC.md §14). The
@@ -58,21 +84,45 @@ type TaskOptions struct {
 	PerPrincipal int
 	// Max bounds every task the engine holds, running or kept; zero means
 	// [DefaultMaxTasks]. At the bound an ended task is forgotten before its
-	// TTL to make room, when there is one (taskStore.evictable).
+	// TTL to make room, when there is one: the oldest of the principal
+	// holding the most.
 	Max int
-	// Clock reads the time for timestamps and expiry; nil means time.Now.
-	// Tests inject one to expire tasks without waiting.
-	Clock func() time.Time
+	// PerPrincipalResultBytes bounds the bytes of the results one
+	// principal's ended tasks keep; zero means
+	// [DefaultTaskResultBytesPerPrincipal]. Beyond it, that principal's
+	// oldest ended tasks are forgotten before their TTL, never the one just
+	// ended (a result larger than the bound is kept alone).
+	PerPrincipalResultBytes int64
+	// MaxResultBytes bounds the bytes of the results every ended task
+	// keeps; zero means [DefaultMaxTaskResultBytes]. Beyond it, the oldest
+	// ended task of the principal keeping the most bytes is forgotten,
+	// until the bound holds (never the one just ended).
+	MaxResultBytes int64
 }
 
-// Task statuses (SEP-2663 TaskStatus).
-const (
-	taskWorking       = "working"
-	taskInputRequired = "input_required"
-	taskCompleted     = "completed"
-	taskFailed        = "failed"
-	taskCancelled     = "cancelled"
-)
+// withDefaults is o with every zero field at its default.
+func (o TaskOptions) withDefaults() TaskOptions {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.TTL, DefaultTaskTTL)
+	def(&o.PollInterval, DefaultTaskPollInterval)
+	if o.PerPrincipal <= 0 {
+		o.PerPrincipal = DefaultTasksPerPrincipal
+	}
+	if o.Max <= 0 {
+		o.Max = DefaultMaxTasks
+	}
+	if o.PerPrincipalResultBytes <= 0 {
+		o.PerPrincipalResultBytes = DefaultTaskResultBytesPerPrincipal
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxTaskResultBytes
+	}
+	return o
+}
 
 // Causes a task's context ends with.
 var (
@@ -80,495 +130,414 @@ var (
 	errTaskStream    = errors.New("the stream that created the task ended")
 )
 
-// taskStore is the engine's tasks by id. Expiry is read from the clock on
-// every lookup and creation: an expired task is gone from then on.
-type taskStore struct {
-	ttl, poll    time.Duration
-	perPrincipal int
-	max          int
-	now          func() time.Time
-
-	mu   sync.Mutex
-	byID map[string]*task
-	seq  uint64 // tasks stored so far: a task's seq orders ties of time
+// startTask names the call a task and starts it, and returns its creating
+// answer, rendered before the call starts (its status is always working):
+// m is modeTask (2026-07-28) or modeLegacyTask (2025-11-25, with the
+// client's ttl, 0 for the engine's). Where its prompts go is fixed here,
+// from what the creating request declared: a 2026-07-28 task asks through
+// input requests only with AskClient on and form elicitation declared in
+// that request (docs/SPEC.md §14 "Input"); a 2025-11-25 task asks a stream
+// client that can answer forms. When the engine stops or a bound is
+// reached it returns the refusal instead.
+func (e *Engine) startTask(ctx context.Context, p *peer, in *inbound, m mode, name string, args []byte, ttl time.Duration) reply {
+	if e.isStopping() {
+		return e.callResult(in, errShutdownResult)
+	}
+	asks, elicit := askNone, elicitFunc(nil)
+	switch {
+	case m == modeTask && e.askClient && declaresFormElicitation(in.clientCaps()):
+		asks = askForms
+	case m == modeLegacyTask:
+		if elicit = p.origin.elicitor(); elicit != nil {
+			asks = askStream
+		}
+	}
+	c := e.newCall(ctx, p, m, asks)
+	c.elicit, c.ttl = elicit, ttl
+	if m == modeLegacyTask && p.origin.lasting() {
+		c.wire = newTaskWire(p, in)
+		c.own = c.wire.reporter
+	}
+	if refusal, ok := e.index.addTask(c); !ok {
+		c.cancel(nil)
+		return e.callResult(in, toolError(refusal))
+	}
+	c.update(func(s *callState) { s.task = true })
+	c.wire.named(c.id)
+	r := viewOf(in).created(e, in, c)
+	c.start(name, args)
+	return r
 }
 
-func newTaskStore(o TaskOptions) *taskStore {
-	s := &taskStore{ttl: o.TTL, poll: o.PollInterval, perPrincipal: o.PerPrincipal, max: o.Max, now: o.Clock, byID: make(map[string]*task)}
-	if s.ttl <= 0 {
-		s.ttl = DefaultTaskTTL
-	}
-	if s.poll <= 0 {
-		s.poll = DefaultTaskPollInterval
-	}
-	if s.perPrincipal <= 0 {
-		s.perPrincipal = DefaultTasksPerPrincipal
-	}
-	if s.max <= 0 {
-		s.max = DefaultMaxTasks
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	return s
+// taskCreated is the CreateTaskResult answering in for a call that became
+// a task in its request (SEP-2663: no requestState, no inputRequests).
+func (e *Engine) taskCreated(in *inbound, c *call) reply {
+	return modernTasks.created(e, in, c)
 }
 
-// Messages of a task creation beyond the bounds (a tool error: the client
-// may retry once a task ends).
-const (
-	msgTasksPerPrincipal = "too many tasks running for this client; wait for one to end or cancel one"
-	msgTasksMax          = "the server holds too many tasks; try again later"
+// taskView is how one era reads and renders tasks.
+type taskView interface {
+	// created is the answer that creates c, as c was created: working, no
+	// statusMessage, lastUpdatedAt its createdAt, so its shape never
+	// depends on timing. It names c (in.named).
+	created(e *Engine, in *inbound, c *call) reply
+	// members appends the Task's members (no braces) as s says.
+	members(b []byte, c *call, s callState) []byte
+}
+
+// viewOf is the view of in's era.
+func viewOf(in *inbound) taskView {
+	if in.modern {
+		return modernTasks
+	}
+	return legacyTasks
+}
+
+// snapshot is c's state now.
+func (c *call) snapshot() callState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s
+}
+
+// createdState is a task's state as it was created.
+func (c *call) createdState() callState {
+	return callState{task: true, status: taskWorking, updated: c.created}
+}
+
+// appendTaskMembers appends the members every Task has, with the TTL and
+// poll interval under the era's names.
+func (e *Engine) appendTaskMembers(b []byte, c *call, status, message string, updated time.Time, ttlName, pollName string) []byte {
+	b = jsonrpc.AppendString(append(b, `"taskId":`...), c.id)
+	b = jsonrpc.AppendString(append(b, `,"status":`...), status)
+	if message != "" {
+		b = jsonrpc.AppendString(append(b, `,"statusMessage":`...), message)
+	}
+	b = jsonrpc.AppendString(append(b, `,"createdAt":`...), c.created.UTC().Format(time.RFC3339Nano))
+	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), updated.UTC().Format(time.RFC3339Nano))
+	b = strconv.AppendInt(append(append(append(b, `,"`...), ttlName...), `":`...), c.ttl.Milliseconds(), 10)
+	return strconv.AppendInt(append(append(append(b, `,"`...), pollName...), `":`...), e.taskOpts.PollInterval.Milliseconds(), 10)
+}
+
+var errTaskNotFound = jsonrpc.NewError(CodeInvalidParams, "Failed to retrieve task: Task not found")
+
+// taskOf finds the task params.taskId names for the sender: -32602 when
+// taskId is missing or not a string, or the task is unknown, expired or
+// another's (alike).
+func (e *Engine) taskOf(p *peer, in *inbound) (*call, *Error) {
+	raw, ok := in.param("taskId")
+	if !ok || !jsonrpc.IsString(raw) {
+		return nil, jsonrpc.InvalidParams(in.method + " needs a string taskId")
+	}
+	c := e.index.task(jsonrpc.Unquote(raw), p.origin.owner())
+	if c == nil {
+		return nil, errTaskNotFound
+	}
+	return c, nil
+}
+
+// modernTaskView is 2026-07-28's: flat Tasks with ttlMs and pollIntervalMs,
+// the status as it is (a tool error is completed with isError), and what a
+// DetailedTask's status carries.
+type modernTaskView struct{}
+
+var modernTasks modernTaskView
+
+func (modernTaskView) created(e *Engine, in *inbound, c *call) reply {
+	in.named = c
+	b := modernTasks.members(e.resultHead(make([]byte, 0, 320), in, "task"), c, c.createdState())
+	return answered(e.resultTail(b, in))
+}
+
+func (modernTaskView) members(b []byte, c *call, s callState) []byte {
+	return c.e.appendTaskMembers(b, c, s.status, s.message, s.updated, "ttlMs", "pollIntervalMs")
+}
+
+// get answers tasks/get: the Task and what its status carries.
+func (v modernTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	s := c.snapshot()
+	b := v.members(e.resultHead(make([]byte, 0, 512), in, "complete"), c, s)
+	switch s.status {
+	case taskInputRequired:
+		b = append(b, `,"inputRequests":{`...)
+		first := true
+		for _, x := range s.inputs {
+			if x.round {
+				continue // a round's prompt, named by its token
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendInputRequest(append(jsonrpc.AppendString(b, x.key), ':'), x.form)
+		}
+		b = append(b, '}')
+	case taskCompleted:
+		b = append(s.outcome.appendTo(append(b, `,"result":{`...)), '}')
+	case taskFailed:
+		obj, _ := json.Marshal(s.outcome.rerr) // code, message, data: the JSON-RPC error the call would have answered
+		b = append(append(b, `,"error":`...), obj...)
+	}
+	return answered(e.resultTail(b, in))
+}
+
+// update answers tasks/update: each named answer goes to its input
+// request; the ack is empty.
+func (modernTaskView) update(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	if r, ok := in.param("inputResponses"); !ok || !jsonrpc.IsObject(r) {
+		return answerErr(in.id, jsonrpc.InvalidParams("tasks/update needs an inputResponses object"))
+	}
+	r, rerr := inputResponses(in)
+	if rerr != nil {
+		return answerErr(in.id, rerr)
+	}
+	c.answerTask(r)
+	return e.ack(in)
+}
+
+// cancel answers tasks/cancel: a running task is cancelled; the ack is
+// the same for one that ended (idempotent).
+func (modernTaskView) cancel(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	c.stop(errTaskCancelled, "")
+	return e.ack(in)
+}
+
+// ack is a modern result with no members but resultType.
+func (e *Engine) ack(in *inbound) reply {
+	b := e.resultHead(make([]byte, 0, 160), in, "complete")
+	return answered(e.resultTail(b[:len(b)-1], in)) // no comma after resultType
+}
+
+// legacyTaskView is 2025-11-25's: the Task under "task" when created,
+// flat elsewhere, with ttl and pollInterval, and a completed call whose
+// result is a tool error reported failed.
+type legacyTaskView struct{}
+
+var legacyTasks legacyTaskView
+
+func (legacyTaskView) created(e *Engine, in *inbound, c *call) reply {
+	in.named = c
+	b := append(e.resultHead(make([]byte, 0, 320), in, ""), `"task":{`...)
+	b = legacyTasks.members(b, c, c.createdState())
+	return answered(e.resultTail(append(b, '}'), in))
+}
+
+func (legacyTaskView) members(b []byte, c *call, s callState) []byte {
+	return c.e.appendTaskMembers(b, c, legacyStatus(s), s.message, s.updated, "ttl", "pollInterval")
+}
+
+// legacyStatus is s's status as 2025-11-25 reads it: a tool error is
+// failed.
+func legacyStatus(s callState) string {
+	if s.status == taskCompleted && s.outcome.failed() {
+		return taskFailed
+	}
+	return s.status
+}
+
+func (v legacyTaskView) task(e *Engine, in *inbound, c *call) reply {
+	b := v.members(e.resultHead(make([]byte, 0, 320), in, ""), c, c.snapshot())
+	return answered(e.resultTail(b, in))
+}
+
+// get answers tasks/get: the Task, flat.
+func (v legacyTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	return v.task(e, in, c)
+}
+
+var errTaskEnded = jsonrpc.NewError(CodeInvalidParams, "Cannot cancel task: it has already ended")
+
+// cancel answers tasks/cancel: the Task, cancelled; -32602 for one that
+// ended.
+func (v legacyTaskView) cancel(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	if !c.stop(errTaskCancelled, "") {
+		return answerErr(in.id, errTaskEnded)
+	}
+	return v.task(e, in, c)
+}
+
+// result answers tasks/result once the task has ended, or nothing when
+// ctx ends first (the request ending; the task goes on): what the call
+// would have answered, tagged with the related task.
+func (legacyTaskView) result(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(p, in)
+	if terr != nil {
+		return answerErr(in.id, terr)
+	}
+	select {
+	case <-c.settled:
+	case <-ctx.Done():
+		return reply{kind: Cancelled}
+	}
+	s := c.snapshot()
+	switch {
+	case s.status == taskCancelled:
+		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "the task was cancelled"))
+	case s.outcome.rerr != nil:
+		return answerErr(in.id, s.outcome.rerr)
+	}
+	b := s.outcome.appendTo(e.resultHead(make([]byte, 0, 256+2*s.outcome.size()), in, ""))
+	b = append(append(b, `,"_meta":`...), relatedTaskMeta(c.id)...)
+	return answered(e.resultTail(b, in))
+}
+
+// legacyListPage is how many tasks one tasks/list page holds.
+const legacyListPage = 50
+
+var errListCursor = jsonrpc.InvalidParams("tasks/list: invalid cursor")
+
+// list answers tasks/list (SEP-1686 "Task Listing") where it is offered
+// (listable; elsewhere -32601): the sender's own tasks, every one tasks/get
+// would find, oldest first (createdAt, then id), legacyListPage a page;
+// nextCursor, when more follow, is an opaque position after the page's
+// last task, so tasks that end or expire between pages neither repeat nor
+// hide others. A cursor that is not one we minted is -32602.
+func (v legacyTaskView) list(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+	if !listable(p) {
+		return answerErr(in.id, jsonrpc.MethodNotFound(in.method))
+	}
+	var after taskPosition
+	if raw, ok := in.param("cursor"); ok {
+		var valid bool
+		if after, valid = parseCursor(raw); !valid {
+			return answerErr(in.id, errListCursor)
+		}
+	}
+	tasks := e.index.tasks(p.origin.owner())
+	slices.SortFunc(tasks, func(a, b *call) int { return positionOf(a).compare(positionOf(b)) })
+	i, _ := slices.BinarySearchFunc(tasks, after, func(c *call, at taskPosition) int {
+		if positionOf(c).compare(at) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	tasks = tasks[i:]
+	more := len(tasks) > legacyListPage
+	if more {
+		tasks = tasks[:legacyListPage]
+	}
+	b := append(e.resultHead(make([]byte, 0, 64+300*len(tasks)), in, ""), `"tasks":[`...)
+	for i, c := range tasks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(v.members(append(b, '{'), c, c.snapshot()), '}')
+	}
+	b = append(b, ']')
+	if more {
+		b = jsonrpc.AppendString(append(b, `,"nextCursor":`...), positionOf(tasks[len(tasks)-1]).cursor())
+	}
+	return answered(e.resultTail(b, in))
+}
+
+// appendLegacyTasksCaps appends the 2025-11-25 server capability:
+// task-augmented tools/call, tasks/cancel, and tasks/list exactly where it
+// is offered (listable).
+func appendLegacyTasksCaps(b []byte, p *peer) []byte {
+	if listable(p) {
+		return append(b, `,"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`...)
+	}
+	return append(b, `,"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}`...)
+}
+
+// listable reports whether tasks/list is offered to p: where its tasks are
+// bound to an authorisation context of its own (SEP-1686 "Security": list
+// only with such binding) — a stream (its connection) or an HTTP principal
+// the host authenticated (serve remote). The loopback host serves every
+// local client as the one zero principal, so a list there would hand one
+// client another's task ids, which are bearer handles.
+func listable(p *peer) bool {
+	return p.origin.lasting() || p.principal != (ports.Principal{})
+}
+
+// taskAugmented reports whether in is a 2025-11-25 request carrying
+// params.task (an object): a tools/call that may become a task.
+func taskAugmented(in *inbound) bool {
+	if in.modern || in.version != tasksVersion {
+		return false
+	}
+	hint, ok := in.param("task")
+	return ok && jsonrpc.IsObject(hint)
+}
+
+// relatedTaskMeta is the _meta that tags a message with task id.
+func relatedTaskMeta(id string) json.RawMessage {
+	b := jsonrpc.AppendString([]byte(`{"`+metaRelatedTask+`":{"taskId":`), id)
+	return append(b, "}}"...)
+}
+
+// minLegacyTTL is the shortest TTL a client's params.task.ttl gets: a task
+// forgotten sooner than a few polls after its end could not be read back.
+const minLegacyTTL = 10 * time.Second
+
+// Errors of the 2025-11-25 tools/call (docs/SPEC.md §14).
+var (
+	errTaskParam = jsonrpc.InvalidParams("task must be an object")
+	errTaskTTL   = jsonrpc.InvalidParams("task.ttl must be a non-negative number of milliseconds")
 )
 
-// add stores t under a fresh id, or reports which bound is reached.
-func (s *taskStore) add(t *task) (string, bool) {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	live := 0
-	for id, o := range s.byID {
-		if o.expired(now) {
-			delete(s.byID, id)
-			continue
-		}
-		if o.bind == t.bind && o.busy() {
-			live++
-		}
+// requestedTTL reads params.task (an object): its ttl in ms, bounded by
+// the engine's TTL and by minLegacyTTL (or the engine's TTL when that is
+// shorter); 0 (the engine's) when ttl is absent or null. SEP-1686 lets the
+// receiver override it ("Receivers MAY override the requested ttl").
+func (e *Engine) requestedTTL(hint []byte) (time.Duration, *Error) {
+	if !jsonrpc.IsObject(hint) || jsonrpc.HasDuplicates(hint) {
+		return 0, errTaskParam
 	}
-	switch {
-	case live >= s.perPrincipal:
-		return msgTasksPerPrincipal, false
-	case len(s.byID) >= s.max:
-		victim := s.evictable()
-		if victim == nil {
-			return msgTasksMax, false
-		}
-		delete(s.byID, victim.id)
+	raw, ok := jsonrpc.Lookup(members(hint), "ttl")
+	if !ok || string(raw) == "null" {
+		return 0, nil
 	}
-	t.id = newTaskID()
-	s.seq++
-	t.seq = s.seq
-	if t.ttl <= 0 {
-		t.ttl = s.ttl
+	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, errTaskTTL // a string, a boolean, an object, an array
 	}
-	t.created, t.updated = now, now
-	t.status = taskWorking
-	s.byID[t.id] = t
-	return "", true
+	// A number beyond float64's range is still a JSON number: ParseFloat
+	// then gives ±Inf (or ±0 below its smallest) with ErrRange, which
+	// the bounds below clamp like any other.
+	ms, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || ms < 0 {
+		return 0, errTaskTTL
+	}
+	most := e.taskOpts.TTL
+	least := min(minLegacyTTL, most)
+	if ms >= float64(most.Milliseconds()) {
+		return most, nil
+	}
+	return max(time.Duration(ms)*time.Millisecond, least), nil
 }
 
-// evictable is the task to forget when the store is full (under s.mu): the
-// oldest ended task of the binding that holds the most tasks among those
-// with an ended one; nil when every task runs. Without it one principal
-// could keep every other out of tasks for a TTL by ending its own (the
-// per-principal bound counts running tasks only) and creating more; this
-// way its own results go first (docs/SPEC.md §14).
-func (s *taskStore) evictable() *task {
-	type ended struct {
-		t  *task
-		at time.Time
-	}
-	held := make(map[string]int)
-	oldest := make(map[string]ended) // per binding, its oldest ended task
-	for _, o := range s.byID {
-		held[o.bind]++
-		o.mu.Lock()
-		done, at := o.terminal() && o.returned, o.ended
-		o.mu.Unlock()
-		if !done {
-			continue // running, or cancelled while its call still runs
-		}
-		if cur, ok := oldest[o.bind]; !ok || at.Before(cur.at) || at.Equal(cur.at) && o.seq < cur.t.seq {
-			oldest[o.bind] = ended{o, at}
-		}
-	}
-	var victim *task
-	for bind, o := range oldest {
-		if victim == nil || held[bind] > held[victim.bind] || held[bind] == held[victim.bind] && bind < victim.bind {
-			victim = o.t
-		}
-	}
-	return victim
+// errTaskForbidden and errTaskRequired are the tool-level negotiation's
+// -32601 (Method not found): SEP-1686's "Tool-Level Negotiation" says a
+// task-augmented call of a tool whose taskSupport is absent or forbidden
+// SHOULD get it, and a plain call of a tool whose taskSupport is required
+// MUST. (Its error table's -32600 is a MAY for a receiver that requires
+// tasks for a whole request type; we require them per tool only.)
+func errTaskForbidden(name string) *Error {
+	return jsonrpc.NewError(CodeMethodNotFound, "Tool "+strconv.Quote(name)+" does not support tasks: call it without params.task")
 }
 
-// get returns the task id bound to bind; nil when it is unknown, expired or
-// another's (the three answer alike: no oracle).
-func (s *taskStore) get(id, bind string) *task {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.byID[id]
-	if !ok {
-		return nil
-	}
-	if t.expired(now) {
-		delete(s.byID, id)
-		return nil
-	}
-	if t.bind != bind || !t.reachable() {
-		return nil
-	}
-	return t
-}
-
-// forget removes t from the store (its id was never given: abandon).
-func (s *taskStore) forget(t *task) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byID[t.id] == t {
-		delete(s.byID, t.id)
-	}
-}
-
-// all returns the tasks that match.
-func (s *taskStore) all(match func(*task) bool) []*task {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*task
-	for _, t := range s.byID {
-		if match(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// newTaskID returns 32 bytes from crypto/rand, unpadded base64url (43
-// characters): unguessable, since an id is a bearer handle within its
-// principal. Ids are never logged.
-func newTaskID() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// task is one tools/call running (or run) as a task. Its state lives under
-// mu; the session's goroutine finishes it, tasks/cancel and Shutdown end it.
-type task struct {
-	id    string
-	seq   uint64 // its place in creation order (set when stored)
-	bind  string
-	store *taskStore
-	ttl   time.Duration // kept this long after its end: the store's, or a 2025-11-25 client's (tasks_legacy.go)
-	ctx   context.Context
-	stop  context.CancelCauseFunc
-	who   ports.Principal
-	ask   bool // prompts reach the client (AskClient on); else they settle closed
-	askOn bool // AskClient is on (ask may still be false: a client that cannot be asked)
-	wait  time.Duration
-	// elicit, when set, takes the prompts instead (a 2025-11-25 task on a
-	// stream that can answer forms: elicitation/create tagged with the task).
-	elicit elicitFunc
-	// wire, when set, tells a 2025-11-25 stream client of the task's
-	// progress and status changes (tasks_legacy.go).
-	wire *taskWire
-	// settled is closed when the task reaches a terminal status.
-	settled chan struct{}
-
-	mu                      sync.Mutex
-	status                  string
-	message                 string // statusMessage: the newest step
-	created, updated, ended time.Time
-	outcome                 toolOutcome
-	returned                bool        // the call's goroutine is done with it (finish)
-	unnamed                 bool        // its creating answer was dropped (abandon): nobody can reach it
-	open                    []taskInput // unanswered input requests, oldest first
-	keys                    int         // input request keys minted so far
-}
-
-// taskInput is one input request: its key (unique over the task's life),
-// the form, and where its answer goes.
-type taskInput struct {
-	key   string
-	form  domain.Form
-	reply chan json.RawMessage // capacity 1; nil sent when settled closed
-	// elicited: asked through the stream's elicitation/create (a
-	// 2025-11-25 task), answered there only; tasks/update ignores it as
-	// an unknown key, or the task would read working while it waits.
-	elicited bool
-}
-
-func (t *task) terminal() bool {
-	switch t.status {
-	case taskCompleted, taskFailed, taskCancelled:
-		return true
-	}
-	return false
-}
-
-// running reports whether t has not ended (under the store's lock; t.mu
-// guards status: t's goroutine settles it concurrently).
-func (t *task) running() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.terminal()
-}
-
-// busy reports whether t holds a place under its principal's bound: it
-// runs, or it was cancelled and its call has not returned yet (a session
-// slow to notice cancellation), so cancelling and creating tasks cannot
-// pile calls up (under the store's lock).
-func (t *task) busy() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.terminal() || !t.returned
-}
-
-// expired reports whether t ended more than the TTL ago and its call has
-// returned (under the store's lock; t.mu guards status and ended): until
-// then it stays held, under the engine's bound.
-func (t *task) expired(now time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.terminal() && t.returned && now.Sub(t.ended) >= t.ttl
-}
-
-// settle moves t to a terminal status once (later calls do nothing) and
-// settles its open input requests closed.
-func (t *task) settle(status string, o toolOutcome, message string) bool {
-	t.mu.Lock()
-	if t.terminal() {
-		t.mu.Unlock()
-		return false
-	}
-	now := t.store.now()
-	t.status, t.outcome, t.updated, t.ended = status, o, now, now
-	if message != "" {
-		t.message = message
-	}
-	open := t.open
-	t.open = nil
-	t.mu.Unlock()
-	t.wire.changed() // before tasks/result can answer
-	close(t.settled)
-	for _, in := range open {
-		in.reply <- nil
-	}
-	return true
-}
-
-// cancelRunning cancels t unless it has ended already (false).
-func (t *task) cancelRunning(cause error) bool {
-	if !t.settle(taskCancelled, toolOutcome{}, "") {
-		return false
-	}
-	t.stop(cause)
-	return true
-}
-
-// finish records the call's outcome: completed with its CallToolResult
-// (isError included: SEP-2663 reverses 2025-11-25 here), failed with a
-// JSON-RPC error.
-func (t *task) finish(o toolOutcome) {
-	t.mu.Lock()
-	t.returned = true
-	unnamed := t.unnamed
-	t.mu.Unlock()
-	if unnamed {
-		t.store.forget(t) // it counted until now (abandon)
-	}
-	if o.rerr != nil {
-		t.settle(taskFailed, o, "")
-		return
-	}
-	t.settle(taskCompleted, o, "")
-}
-
-// drop ends t, whose creating answer was dropped (abandon): nobody holds its
-// id, so it is cancelled unseen, nobody can reach it from now on, and it
-// is forgotten once its call has returned (until then it counts, like any
-// cancelled task whose call still runs).
-func (t *task) drop(cause error) {
-	t.wire.silence()
-	t.mu.Lock()
-	t.unnamed = true
-	returned := t.returned
-	t.mu.Unlock()
-	t.cancel(cause, "")
-	if returned {
-		t.store.forget(t)
-	}
-}
-
-// reachable reports whether t can be named by its client (not dropped).
-func (t *task) reachable() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.unnamed
-}
-
-// cancel ends t (tasks/cancel, Shutdown, its stream's end): it is cancelled
-// at once and its context ends with cause, which reaches the model request
-// and any running tool; the session's goroutine then returns, its outcome
-// dropped.
-func (t *task) cancel(cause error, message string) {
-	t.settle(taskCancelled, toolOutcome{}, message)
-	t.stop(cause)
-}
-
-// askClient raises one input request and waits for its answer, for the
-// session giving up (ctx), the task ending, or the engine's round lifetime.
-func (t *task) askClient(ctx context.Context, form domain.Form) json.RawMessage {
-	if t.elicit != nil {
-		return t.elicitClient(ctx, form)
-	}
-	if !t.ask {
-		return nil
-	}
-	in := taskInput{form: form, reply: make(chan json.RawMessage, 1)}
-	t.mu.Lock()
-	if t.terminal() {
-		t.mu.Unlock()
-		return nil
-	}
-	t.keys++
-	in.key = "input-" + strconv.Itoa(t.keys)
-	t.open = append(t.open, in)
-	t.status, t.updated = taskInputRequired, t.store.now()
-	t.mu.Unlock()
-	t.wire.changed()
-
-	timer := time.NewTimer(t.wait)
-	defer timer.Stop()
-	var raw json.RawMessage
-	select {
-	case raw = <-in.reply:
-	case <-ctx.Done():
-	case <-t.ctx.Done():
-	case <-timer.C:
-	}
-	t.withdraw(in.key)
-	return raw
-}
-
-// elicitClient asks through the stream's elicitation/create, the task
-// input_required meanwhile.
-func (t *task) elicitClient(ctx context.Context, form domain.Form) json.RawMessage {
-	t.mu.Lock()
-	if t.terminal() {
-		t.mu.Unlock()
-		return nil
-	}
-	t.keys++
-	key := "input-" + strconv.Itoa(t.keys)
-	t.open = append(t.open, taskInput{key: key, form: form, reply: make(chan json.RawMessage, 1), elicited: true})
-	t.status, t.updated = taskInputRequired, t.store.now()
-	t.mu.Unlock()
-	t.wire.changed()
-	ctx, cancel := context.WithCancel(context.WithValue(ctx, relatedTaskKey{}, t.id))
-	defer cancel()
-	stop := context.AfterFunc(t.ctx, cancel)
-	defer stop()
-	raw := t.elicit(ctx, form)
-	t.withdraw(key)
-	return raw
-}
-
-// withdraw removes an input request that is still open (the session gave
-// up on it); the task is working again when none is left.
-func (t *task) withdraw(key string) {
-	defer t.wire.changed()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i, in := range t.open {
-		if in.key == key {
-			t.open = append(t.open[:i], t.open[i+1:]...)
-			if len(t.open) == 0 && t.status == taskInputRequired {
-				t.status, t.updated = taskWorking, t.store.now()
-			}
-			return
-		}
-	}
-}
-
-// answer hands the responses to the open input requests they name;
-// unknown or already-answered keys are ignored (SEP-2663 tasks/update).
-func (t *task) answer(responses []jsonrpc.Member) {
-	t.mu.Lock()
-	var ready []taskInput
-	var raws []json.RawMessage
-	for _, m := range responses {
-		for i, in := range t.open {
-			if in.key == m.Name && !in.elicited {
-				ready = append(ready, in)
-				raws = append(raws, append(json.RawMessage(nil), m.Value...))
-				t.open = append(t.open[:i], t.open[i+1:]...)
-				break
-			}
-		}
-	}
-	if len(ready) > 0 && len(t.open) == 0 && t.status == taskInputRequired {
-		t.status, t.updated = taskWorking, t.store.now()
-	}
-	t.mu.Unlock()
-	t.wire.changed()
-	for i, in := range ready {
-		in.reply <- raws[i]
-	}
-}
-
-// progress keeps the newest step's message as statusMessage: progress is
-// not carried on 2026 tasks (SEP-2663).
-func (t *task) progress(message string) {
-	if message == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.terminal() {
-		t.message, t.updated = message, t.store.now()
-	}
-}
-
-// taskCaller is the Caller a task's session sees: prompts become input
-// requests (AskClient on) or settle closed, progress becomes statusMessage.
-type taskCaller struct{ t *task }
-
-var _ ports.Caller = taskCaller{}
-
-func (c taskCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
-	return decide(c.t.askClient(ctx, domain.PermissionForm(p)))
-}
-
-func (c taskCaller) Ask(ctx context.Context, p domain.AskPrompt) domain.Answer {
-	form, ok := domain.AskForm(p)
-	if !ok {
-		return domain.Answer{}
-	}
-	return answerOf(p, c.t.askClient(ctx, form))
-}
-
-func (c taskCaller) Progress(ctx context.Context, progress, total float64, message string) {
-	c.t.progress(message)
-	c.t.wire.progress(ctx, progress, total, message)
-}
-
-func (c taskCaller) Principal() ports.Principal { return c.t.who }
-
-// Asking reports where the task's prompts go (ports.AskingOf).
-func (c taskCaller) Asking() ports.Asking { return c.t.asking() }
-
-// asking is where the task's prompts go: its input requests (or a
-// 2025-11-25 stream's elicitation), or nowhere.
-func (t *task) asking() ports.Asking { return asking(t.elicit != nil || t.ask, t.askOn) }
-
-// StartTask reports true: the call is a task already.
-func (c taskCaller) StartTask(context.Context) bool { return true }
-
-var _ ports.TaskStarter = taskCaller{}
-
-// declaresTasks reports whether a request's client capabilities declare the
-// extension: "extensions":{"io.modelcontextprotocol/tasks":{…}}.
-func declaresTasks(caps []byte) bool {
-	if !jsonrpc.IsObject(caps) {
-		return false
-	}
-	ext, ok := jsonrpc.Lookup(mustMembers(caps), "extensions")
-	if !ok || !jsonrpc.IsObject(ext) {
-		return false
-	}
-	v, ok := jsonrpc.Lookup(mustMembers(ext), extTasks)
-	return ok && jsonrpc.IsObject(v)
+func errTaskRequired(name string) *Error {
+	return jsonrpc.NewError(CodeMethodNotFound, "Tool "+strconv.Quote(name)+" requires a task: call it with params.task")
 }
 
 func errTasksNotDeclared(what string) *Error {
@@ -577,211 +546,238 @@ func errTasksNotDeclared(what string) *Error {
 
 var missingTasksData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + extTasks + `":{}}}}`)
 
-// callAsTask is the tools/call hook: for a modern call of a tool that
-// supports tasks it answers (a CreateTaskResult, or -32021 when the tool
-// requires tasks and the request did not declare them) and reports true;
-// otherwise the call is served as before. A declared request always gets a
-// task: a client that declared the extension already polls, and a
-// short-wait shortcut would make the answer's shape depend on timing
-// (docs/SPEC.md §14).
-func (e *Engine) callAsTask(p *peer, in *inbound, cat *domain.Catalog, name string, args []byte) (reply, bool) {
-	if cat == nil {
-		return reply{}, false // the catalog failed: the plain path answers
-	}
-	support := cat.TaskSupport(name)
-	if support == domain.TaskForbidden || support == "" {
-		return reply{}, false
-	}
-	if !declaresTasks(in.clientCaps()) {
-		if support == domain.TaskRequired {
-			return answerErr(in.id, errTasksNotDeclared("Tool "+name)), true
-		}
-		return reply{}, false
-	}
-	if cat.TaskStartsInRequest(name) {
-		return reply{}, false // the session decides when it becomes a task (callWithRounds, callInRequest)
-	}
-	return e.startTask(p, in, name, args, nil, func(t *task) reply { return e.taskCreated(in, t) }), true
+// declaresTasks reports whether a request's client capabilities declare the
+// extension: "extensions":{"io.modelcontextprotocol/tasks":{…}}.
+func declaresTasks(caps []byte) bool {
+	v, ok := declared(caps, "extensions", extTasks)
+	return ok && jsonrpc.IsObject(v)
 }
 
-// taskCreated is the flat CreateTaskResult answering in (SEP-2663): the
-// task as it was created (appendCreated), no requestState, no
-// inputRequests.
-func (e *Engine) taskCreated(in *inbound, t *task) reply {
-	in.task = t
-	return answered(e.resultTail(appendCreated(e.resultHead(make([]byte, 0, 320), in, "task"), t), in))
-}
-
-// newTask returns a task not yet stored, on the call's context ctx (stop
-// ends it). Its prompts become input requests when asking is on;
-// legacyTask.attach gives a 2025-11-25 task its elicitation instead.
-func (e *Engine) newTask(bind string, who ports.Principal, ctx context.Context, stop context.CancelCauseFunc) *task {
-	return &task{bind: bind, store: e.tasks, ctx: ctx, stop: stop, who: who,
-		ask: e.rounds != nil, askOn: e.rounds != nil, wait: e.roundLifetime, settled: make(chan struct{})}
-}
-
-// startTask stores a task for the call and starts it, and returns the
-// creating answer, which created renders before the call starts (its status
-// is always working). legacy (nil on 2026-07-28) brings a 2025-11-25
-// call's TTL, elicitation and stream notifications. When the engine stops
-// or a bound is reached it returns the refusal instead.
-func (e *Engine) startTask(p *peer, in *inbound, name string, args []byte, legacy *legacyTask, created func(*task) reply) reply {
-	if e.isStopping() {
-		return e.callResult(in, errShutdownResult)
+// declaresFormElicitation reports whether capabilities (a ClientCapabilities
+// object) declare form-mode elicitation: "elicitation":{} or
+// "elicitation":{"form":{}} (an elicitation object naming only url does not).
+func declaresFormElicitation(caps []byte) bool {
+	el, ok := declared(caps, "elicitation")
+	if !ok || !jsonrpc.IsObject(el) {
+		return false
 	}
-	ctx2, stop := context.WithCancelCause(e.base)
-	t := e.newTask(p.carrier.binding(), p.principal, ctx2, stop)
-	t.ask = t.ask && in.modern
-	legacy.attach(t)
-	if msg, ok := e.tasks.add(t); !ok {
-		stop(nil)
-		return e.callResult(in, toolError(msg))
-	}
-	r := created(t)
-	args = append([]byte(nil), args...) // the request's buffer does not outlive it
-	if !e.goCall(func() {
-		defer stop(nil)
-		t.finish(e.runTool(ctx2, taskCaller{t}, name, args))
-	}) {
-		t.cancel(ErrShuttingDown, ErrShuttingDown.Error())
-		t.finish(toolOutcome{}) // no call ran: it returned (the status stays cancelled)
-	}
-	return r
-}
-
-// appendTask appends a Task's members (no braces, no leading comma) as it is
-// now; appendDetail then adds what its status carries (tasks/get).
-func (e *Engine) appendTask(b []byte, t *task) []byte {
-	t.mu.Lock()
-	status, message, updated := t.status, t.message, t.updated
-	t.mu.Unlock()
-	return appendTaskMembers(b, t, status, message, updated)
-}
-
-// appendCreated appends a Task's members as the task was when it was
-// created: working, no statusMessage, lastUpdatedAt its createdAt. A
-// CreateTaskResult shows that, whatever the call did since (a call that
-// became a task in its request goes on at once: docs/SPEC.md §14), so its
-// shape never depends on timing.
-func appendCreated(b []byte, t *task) []byte {
-	return appendTaskMembers(b, t, taskWorking, "", t.created)
-}
-
-// appendTaskMembers appends the members of t with the given state (t.id
-// and t.created never change once it is stored).
-func appendTaskMembers(b []byte, t *task, status, message string, updated time.Time) []byte {
-	b = jsonrpc.AppendString(append(b, `"taskId":`...), t.id)
-	b = jsonrpc.AppendString(append(b, `,"status":`...), status)
-	if message != "" {
-		b = jsonrpc.AppendString(append(b, `,"statusMessage":`...), message)
-	}
-	b = jsonrpc.AppendString(append(b, `,"createdAt":`...), t.created.UTC().Format(time.RFC3339Nano))
-	b = jsonrpc.AppendString(append(b, `,"lastUpdatedAt":`...), updated.UTC().Format(time.RFC3339Nano))
-	b = strconv.AppendInt(append(b, `,"ttlMs":`...), t.ttl.Milliseconds(), 10)
-	return strconv.AppendInt(append(b, `,"pollIntervalMs":`...), t.store.poll.Milliseconds(), 10)
-}
-
-// appendDetail appends what a DetailedTask's status carries.
-func appendDetail(b []byte, t *task) []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch t.status {
-	case taskInputRequired:
-		b = append(b, `,"inputRequests":{`...)
-		for i, in := range t.open {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			params, _ := domain.MarshalJSON(elicitParms{Mode: "form", Message: in.form.Message, RequestedSchema: in.form.RequestedSchema})
-			b = jsonrpc.AppendString(b, in.key)
-			b = append(append(append(b, `:{"method":"elicitation/create","params":`...), params...), '}')
-		}
-		b = append(b, '}')
-	case taskCompleted:
-		b = append(t.outcome.appendTo(append(b, `,"result":{`...)), '}')
-	case taskFailed:
-		obj, _ := json.Marshal(t.outcome.rerr) // code, message, data: the JSON-RPC error the call would have answered
-		b = append(append(b, `,"error":`...), obj...)
-	}
-	return b
-}
-
-var (
-	errTaskNotFound = jsonrpc.NewError(CodeInvalidParams, "Failed to retrieve task: Task not found")
-)
-
-// serveTask answers tasks/get, tasks/update and tasks/cancel (modern only;
-// the headers were checked in validateModern).
-func (e *Engine) serveTask(p *peer, in *inbound) reply {
-	if caps, _ := in.metaValue(metaClientCapabilities); !declaresTasks(caps) {
-		// SEP-2575 "Missing Required Capabilities": the task surface is
-		// the extension's, served only to requests that declare it.
-		return answerErr(in.id, errTasksNotDeclared(in.method))
-	}
-	t, terr := e.taskOf(p, in)
-	if terr != nil {
-		return answerErr(in.id, terr)
-	}
-	switch in.method {
-	case "tasks/update":
-		if r, ok := in.param("inputResponses"); !ok || !jsonrpc.IsObject(r) {
-			return answerErr(in.id, jsonrpc.InvalidParams("tasks/update needs an inputResponses object"))
-		}
-		r, rerr := inputResponses(in)
-		if rerr != nil {
-			return answerErr(in.id, rerr)
-		}
-		t.answer(r)
-	case "tasks/cancel":
-		t.cancelRunning(errTaskCancelled)
-	default: // tasks/get
-		b := e.appendTask(e.resultHead(make([]byte, 0, 512), in, "complete"), t)
-		return answered(e.resultTail(appendDetail(b, t), in))
-	}
-	b := e.resultHead(make([]byte, 0, 160), in, "complete")
-	return answered(e.resultTail(trimComma(b), in))
-}
-
-// taskOf finds the task params.taskId names for the sender: -32602 when
-// taskId is missing or not a string, or the task is unknown, expired or
-// another's (alike).
-func (e *Engine) taskOf(p *peer, in *inbound) (*task, *Error) {
-	raw, ok := in.param("taskId")
-	if !ok || !jsonrpc.IsString(raw) {
-		return nil, jsonrpc.InvalidParams(in.method + " needs a string taskId")
-	}
-	t := e.tasks.get(jsonrpc.Unquote(raw), p.carrier.binding())
-	if t == nil {
-		return nil, errTaskNotFound
-	}
-	return t, nil
-}
-
-// trimComma drops the comma resultHead leaves after resultType, for a
-// result with no other members.
-func trimComma(b []byte) []byte { return b[:len(b)-1] }
-
-// endTasks cancels the running tasks bound to bind (a stream that ended:
-// nobody can reach them again).
-func (e *Engine) endTasks(bind string) {
-	for _, t := range e.tasks.all(func(t *task) bool { return t.bind == bind }) {
-		t.cancel(errTaskStream, "")
-	}
-}
-
-// shutdownTasks cancels every running task (Engine.Shutdown): each settles
-// cancelled with the message "server is shutting down".
-func (e *Engine) shutdownTasks() {
-	for _, t := range e.tasks.all(func(*task) bool { return true }) {
-		t.cancel(ErrShuttingDown, ErrShuttingDown.Error())
-	}
-}
-
-// isTaskMethod reports whether method is one the extension adds.
-func isTaskMethod(method string) bool {
-	switch method {
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	ms := members(el)
+	if len(ms) == 0 {
 		return true
 	}
-	return false
+	_, form := jsonrpc.Lookup(ms, "form")
+	return form
+}
+
+// declared looks a capability up by its path of member names in a
+// ClientCapabilities object.
+func declared(caps []byte, path ...string) ([]byte, bool) {
+	v := caps
+	for _, name := range path {
+		if !jsonrpc.IsObject(v) {
+			return nil, false
+		}
+		var ok bool
+		if v, ok = jsonrpc.Lookup(members(v), name); !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// members are obj's members (obj is valid JSON text already: a duplicate is
+// the walk's to report, and is not judged here).
+func members(obj []byte) []jsonrpc.Member {
+	ms, _ := jsonrpc.Members(obj, nil)
+	return ms
+}
+
+// executionTool is a 2025-11-25 Tool with its execution member: taskSupport
+// when the tool supports tasks (absent means forbidden).
+type executionTool struct {
+	domain.Tool
+	Execution *toolExecution `json:"execution,omitempty"`
+}
+
+type toolExecution struct {
+	TaskSupport domain.TaskSupport `json:"taskSupport"`
+}
+
+// withExecution adds execution.taskSupport to the tools that support tasks.
+func withExecution(tools []domain.Tool) []executionTool {
+	out := make([]executionTool, len(tools))
+	for i, t := range tools {
+		out[i].Tool = t
+		if t.TaskSupport != "" && t.TaskSupport != domain.TaskForbidden {
+			out[i].Execution = &toolExecution{TaskSupport: t.TaskSupport}
+		}
+	}
+	return out
+}
+
+// taskPosition orders a principal's tasks for tasks/list: by creation, then
+// id. The zero position is before every task.
+type taskPosition struct {
+	created int64 // Unix ns
+	id      string
+}
+
+// positionOf reads c's position (created and id never change once stored).
+func positionOf(c *call) taskPosition { return taskPosition{c.created.UnixNano(), c.id} }
+
+func (a taskPosition) compare(b taskPosition) int {
+	if c := cmp.Compare(a.created, b.created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// cursor encodes the position: base64url of "<ns>.<id>".
+func (a taskPosition) cursor() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(a.created, 10) + "." + a.id))
+}
+
+// parseCursor decodes a cursor (a JSON string) cursor made.
+func parseCursor(raw []byte) (taskPosition, bool) {
+	if !jsonrpc.IsString(raw) {
+		return taskPosition{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(jsonrpc.Unquote(raw))
+	if err != nil {
+		return taskPosition{}, false
+	}
+	ns, id, ok := strings.Cut(string(b), ".")
+	created, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return taskPosition{}, false
+	}
+	return taskPosition{created, id}, true
+}
+
+// taskWire is what a 2025-11-25 task created on a stream sends its client
+// besides answers (docs/SPEC.md §14): notifications/progress under the
+// creating request's progressToken (SEP-1686: it "remains valid
+// throughout the task lifetime"), tagged with the related task, and
+// notifications/tasks/status with the full Task when its status changes
+// (created→working is the creating answer itself). Both, and the task's
+// elicitation/create (await), wait for the creating answer to be written
+// (release), so nothing about a task comes before the answer that names
+// it; a connection's tasks are only ever reported on it. No progress
+// follows the terminal status.
+type taskWire struct {
+	write    func([]byte) // the stream's
+	reporter *reporter    // nil: the creating request carried no progressToken
+
+	ready chan struct{} // closed when the creating answer has been delivered
+
+	mu   sync.Mutex // guards what follows; held while a message is written
+	open bool       // ready is closed
+	held [][]byte   // what came before it, in order
+	last string     // the status last reported (the creating answer's: working)
+}
+
+// maxHeldNotifications bounds what waits for the creating answer (which is
+// written right after the task starts); progress beyond it is dropped.
+const maxHeldNotifications = 16
+
+// newTaskWire returns the wire of a task in's call creates on p's stream.
+func newTaskWire(p *peer, in *inbound) *taskWire {
+	w := &taskWire{write: p.notify, last: taskWorking, ready: make(chan struct{})}
+	if tok, ok := in.metaValue(metaProgressToken); ok && validProgressToken(tok) {
+		w.reporter = &reporter{token: append([]byte(nil), tok...), notify: w.send}
+	}
+	return w
+}
+
+// named tags the task's progress with its id (before the task runs).
+func (w *taskWire) named(id string) {
+	if w != nil && w.reporter != nil {
+		w.reporter.meta = relatedTaskMeta(id)
+	}
+}
+
+// release writes what waited for the creating answer, then lets the rest
+// through as it comes (once: the stream calls it after the answer).
+func (w *taskWire) release() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.open {
+		return
+	}
+	w.open = true
+	for _, b := range w.held {
+		w.write(b)
+	}
+	w.held = nil
+	close(w.ready)
+}
+
+// await waits for the creating answer to be written (true), or for ctx
+// (false): the task's elicitation/create names it too.
+func (w *taskWire) await(ctx context.Context) bool {
+	if w == nil {
+		return true
+	}
+	select {
+	case <-w.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// send writes b, or holds it until the creating answer is out.
+func (w *taskWire) send(b []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.open:
+		w.write(b)
+	case len(w.held) < maxHeldNotifications:
+		w.held = append(w.held, b)
+	}
+}
+
+// silence drops what waits for the creating answer and everything after:
+// that answer was dropped (abandon), so nothing may name the task.
+func (w *taskWire) silence() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.held = nil
+	w.write = func([]byte) {}
+}
+
+// changed reports c's status if it differs from the one last reported.
+// The status is read and written under w.mu, so reports follow the task's
+// own order even when two goroutines change it (the session resuming,
+// tasks/cancel): a change superseded before it was reported is skipped,
+// never reported after its successor.
+func (w *taskWire) changed(c *call) {
+	if w == nil {
+		return
+	}
+	if terminal(c.snapshot().status) {
+		w.reporter.finish() // no progress after the terminal status (before w.mu: progress holds the reporter's lock while it sends)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := c.snapshot()
+	status := legacyStatus(s)
+	if status == w.last {
+		return
+	}
+	w.last = status
+	b := legacyTasks.members([]byte(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{`), c, s)
+	b = append(b, "}}"...)
+	if w.open {
+		w.write(b)
+	} else {
+		w.held = append(w.held, b)
+	}
 }

@@ -69,6 +69,7 @@ func TestTaskWhoseCreationIsCancelledOnAStreamIsForgotten(t *testing.T) {
 		synctest.Wait()
 		close(open)
 		synctest.Wait()
+		emptyIndex(t, e) // the task nobody can name is gone
 		// Nothing for id 1 (docs/SPEC.md §3), and the task it created holds
 		// no bound: the next one is created.
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":"slow"},` + streamTaskMeta + `}}`)
@@ -95,6 +96,7 @@ func TestLegacyTaskWhoseCreationIsCancelledOnAStreamIsForgotten(t *testing.T) {
 		synctest.Wait()
 		close(open)
 		synctest.Wait()
+		emptyIndex(t, e)
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{}}`)
 		if tasks := result(t, c.recv())["tasks"].([]any); len(tasks) != 0 {
 			t.Errorf("tasks/list after a creation was cancelled: %v, want none", tasks)
@@ -123,6 +125,7 @@ func TestTaskWhoseCreatorLeftOverHTTPIsForgotten(t *testing.T) {
 			t.Errorf("the creating exchange: %v %s, want Cancelled", r.Kind, r.Body)
 		}
 		synctest.Wait()
+		emptyIndex(t, e)
 		c := &taskClient{t: t, e: e, who: alice}
 		r := result(t, c.do("tools/call", taskCaps, `"name":"agent_submit","arguments":{"prompt":"slow"}`, "agent_submit"))
 		if r["resultType"] != "task" {

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -120,5 +121,41 @@ func TestBatchSizeAgreesWithExchange(t *testing.T) {
 		if ran := r.Kind != engine.Invalid; ran != (n > 0) && tc.body[0] != '{' {
 			t.Errorf("%.40q, max %d: Exchange answered %v %s, BatchSize %d", tc.body, tc.max, r.Kind, r.Body, n)
 		}
+	}
+}
+
+// TestMissingHeaderSaysMissing: a 2026-07-28 HTTP request without a
+// standard header it must carry is -32020 (HTTP 400) naming the header as
+// missing, not as a value that does not match (docs/SPEC.md §4).
+func TestMissingHeaderSaysMissing(t *testing.T) {
+	e, err := engine.New(fake.New(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernNoElicit + `}}`)
+	full := engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}
+	for _, c := range []struct {
+		name string
+		h    engine.Headers
+		want string
+	}{
+		{"Mcp-Name", engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Method: "tools/call", HasMethod: true}, "Header mismatch: Mcp-Name is missing; it must equal params.name"},
+		{"Mcp-Method", engine.Headers{ProtocolVersion: "2026-07-28", HasProtocolVersion: true, Name: "echo", HasName: true}, "Header mismatch: Mcp-Method is missing; it must equal the method"},
+		{"MCP-Protocol-Version", engine.Headers{Method: "tools/call", HasMethod: true, Name: "echo", HasName: true}, "Header mismatch: MCP-Protocol-Version is missing; it must equal params._meta protocolVersion"},
+		{"a wrong Mcp-Name", func() engine.Headers { h := full; h.Name = "fail"; return h }(), "Header mismatch: Mcp-Name must equal params.name"},
+	} {
+		r := e.Exchange(t.Context(), body, engine.ExchangeOptions{Headers: c.h})
+		var m struct {
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.Body, &m); err != nil || r.Kind != engine.Invalid || m.Error.Code != -32020 || m.Error.Message != c.want {
+			t.Errorf("%s: kind %d, %s; want 400 with -32020 %q", c.name, r.Kind, r.Body, c.want)
+		}
+	}
+	if r := e.Exchange(t.Context(), body, engine.ExchangeOptions{Headers: full}); r.Kind != engine.Answered {
+		t.Errorf("with every header: %d %s", r.Kind, r.Body)
 	}
 }

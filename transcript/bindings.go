@@ -14,6 +14,7 @@ import (
 	"github.com/agentmcp/agentmcp/adapters/stdio"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/childpipe"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -49,8 +50,9 @@ func (b Stdio) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, error) 
 	var waitErr error
 	go func() {
 		waitErr = tr.Wait()
-		// The composition root's part: the engine ends with its carrier.
-		if err := eng.Shutdown(context.Background()); err != nil && waitErr == nil {
+		// The composition root's part: the engine ends with its carrier,
+		// holding no call.
+		if err := enginetest.Shutdown(context.Background(), eng); err != nil && waitErr == nil {
 			waitErr = err
 		}
 		// The transport never closes stdout itself; closing our end of it
@@ -106,7 +108,7 @@ func (b Loopback) Connect(t testing.TB, s ports.Session, cfg Config) (Conn, erro
 	ep := h.Endpoint()
 	return NewHTTPConn(HTTPTarget{
 		URL: ep.URL, Token: ep.Token,
-		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), eng.Shutdown(ctx)) },
+		Stop: func(ctx context.Context) error { return errors.Join(h.Stop(ctx), enginetest.Shutdown(ctx, eng)) },
 		Wait: h.Wait,
 	}), nil
 }

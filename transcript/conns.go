@@ -62,7 +62,8 @@ type HTTPTarget struct {
 	// access token from the test's issuer).
 	Credential func(r *http.Request)
 	// Stop ends the host and what it served (the host's Stop, then the
-	// engine's Shutdown); Wait returns the host's result.
+	// engine's Shutdown); the connection's Wait returns its error with
+	// Wait's, the host's result.
 	Stop func(ctx context.Context) error
 	Wait func() error
 }
@@ -97,6 +98,7 @@ type httpConn struct {
 	changed chan struct{}
 
 	stopOnce sync.Once
+	stopErr  error // Stop's, once stopped is closed
 	stopped  chan struct{}
 }
 
@@ -234,7 +236,7 @@ func (c *httpConn) stop() {
 	c.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = c.target.Stop(ctx)
+		c.stopErr = c.target.Stop(ctx)
 		c.inflight.Wait()
 		c.tr.CloseIdleConnections()
 		c.mu.Lock()
@@ -265,9 +267,11 @@ func (c *httpConn) Recv() ([]byte, error) {
 	}
 }
 
+// Wait returns once the host has stopped: Stop's error (the engine's
+// Shutdown's among them) with the host's Wait.
 func (c *httpConn) Wait() error {
 	<-c.stopped
-	return c.target.Wait()
+	return errors.Join(c.stopErr, c.target.Wait())
 }
 
 func (c *httpConn) Abort() {

@@ -168,9 +168,12 @@
 // implementing [Carrier]; [Carrier.Connect] receives the transcript's
 // [Config] (AskClient from the ask-client: header) and must serve with it.
 // [Stdio] (a real stdio.Transport over io.Pipes) and [Loopback] (one POST
-// per client line, [NewHTTPConn]) bind this repository's carriers; a stream
-// carrier of one's own returns a [StreamConn], an HTTP one [NewHTTPConn]
-// with its credential. stdio_test.go owns the -update flag:
+// per client line, [NewHTTPConn]) bind this repository's carriers; both end
+// each transcript by shutting their engine down and fail it unless the
+// engine then holds no call (engine.Stats is zero: no parked round, task or
+// request name left behind). A stream carrier of one's own returns a
+// [StreamConn], an HTTP one [NewHTTPConn] with its credential.
+// stdio_test.go owns the -update flag:
 //
 //	go test ./transcript/ -run TestTranscriptsStdio [-update]
 //	go test ./adapters/httploopback/ -run TestTranscriptsHTTP

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/transcript"
 )
 
@@ -22,6 +23,7 @@ var skipOverHTTP = map[string]string{}
 // headers a conforming client sends, and the answers (JSON bodies, SSE
 // events) are the server's messages.
 func TestTranscriptsHTTP(t *testing.T) {
+	leakcheck.Check(t) // after every transcript: no goroutine left (each engine ends holding no call: the binding's Stop)
 	files, err := transcript.Load(transcriptDir)
 	if err != nil {
 		t.Fatal(err)

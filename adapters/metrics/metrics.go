@@ -96,7 +96,7 @@ func (m *Metrics) op(k opKey) prometheus.Observer {
 // Options configures [New].
 type Options struct {
 	// ParkedRounds, when set, is read at each scrape for
-	// agentmcp_rounds_parked (engine.Engine.ParkedRounds).
+	// agentmcp_rounds_parked (engine.Engine.Stats).
 	ParkedRounds func() int
 	// Version, when set, is the version label of agentmcp_build_info.
 	Version string

@@ -1,11 +1,13 @@
 package streamable
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
 	"syscall"
 
+	"github.com/agentmcp/agentmcp/internal/netcap"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -70,4 +72,17 @@ func (c *observedConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// clientGoneKey keys, in a connection's context, the function that tells
+// whether its client has closed it (engine.ExchangeOptions.ClientGone).
+type clientGoneKey struct{}
+
+// withClientGone is the Server's http.Server.ConnContext: each
+// connection's requests can tell, by a peek at the socket, that the client
+// has closed it before net/http's background read has noticed, so an
+// answer naming a parked round or a task is not written to nobody
+// (docs/SPEC.md §6, §14). One function per connection, none per request.
+func withClientGone(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, clientGoneKey{}, func() bool { return netcap.PeerClosed(c) })
 }

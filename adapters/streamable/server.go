@@ -222,6 +222,7 @@ func (s *Server) serve(ctx context.Context, ready func()) error {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnContext:       withClientGone,
 		ConnState: func(c net.Conn, st http.ConnState) {
 			limited.ConnState(c, st)
 			switch st {

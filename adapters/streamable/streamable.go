@@ -257,6 +257,7 @@ func (h *Handler) ServeMCP(w http.ResponseWriter, r *http.Request, p ports.Princ
 		return
 	}
 	opts := engine.ExchangeOptions{Headers: mcpHeaders(r.Header), MaxBatch: h.maxBatch, Principal: p, EndsWithEngine: h.endsWithEngine}
+	opts.ClientGone, _ = r.Context().Value(clientGoneKey{}).(func() bool)
 	if jsonrpc.FirstByte(body) == '[' {
 		// A batch's elements run in slots of their own, at most the share
 		// at once (docs/SPEC.md §5.2), taken at once or not at all.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/ports"
 	"github.com/agentmcp/agentmcp/transcript"
 )
@@ -256,7 +257,10 @@ const transcriptDir = "../../testdata/transcripts"
 
 // TestTranscriptsUnix replays every stream transcript over a real Unix
 // socket: one connection per transcript, its end of input a half-close.
+// Each engine ends with its call index empty, and no goroutine is left once
+// every transcript has ended.
 func TestTranscriptsUnix(t *testing.T) {
+	leakcheck.Check(t)
 	transcript.Run(t, unixCarrier{}, transcriptDir+"/*.txt", transcript.Options{Timeout: 30 * time.Second})
 }
 
@@ -284,7 +288,7 @@ func (unixCarrier) Connect(t testing.TB, s ports.Session, cfg transcript.Config)
 		ctx, cancel := context.WithTimeout(context.Background(), guard)
 		defer cancel()
 		defer conn.Close()
-		return errors.Join(srv.Stop(ctx), eng.Shutdown(ctx))
+		return errors.Join(srv.Stop(ctx), enginetest.Shutdown(ctx, eng))
 	}
 	out := &eofReader{r: conn, eof: make(chan struct{})}
 	return &transcript.StreamConn{

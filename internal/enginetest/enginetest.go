@@ -1,12 +1,14 @@
 // Package enginetest holds what the carriers' tests repeat around the
-// protocol engine: an engine shut down when the test ends, and the wait for
-// a cancelled call's tool to see its context end (docs/SPEC.md §6). It is
-// for tests only; no production package imports it.
+// protocol engine: an engine shut down when the test ends with its call
+// index checked empty, and the wait for a cancelled call's tool to see its
+// context end (docs/SPEC.md §6). It is for tests and the test kits only;
+// no production package imports it.
 package enginetest
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -16,10 +18,10 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 )
 
-// New builds the engine for s and registers a cleanup that shuts it down,
-// failing t unless Shutdown returns within timeout. Called before a
-// carrier registers its own Stop, the Shutdown runs after that Stop:
-// cleanups run last-registered first.
+// New builds the engine for s and registers a cleanup that shuts it down
+// (Shutdown), failing t unless it returns within timeout with the call
+// index empty. Called before a carrier registers its own Stop, the
+// Shutdown runs after that Stop: cleanups run last-registered first.
 func New(t testing.TB, s ports.Session, opts engine.Options, timeout time.Duration) *engine.Engine {
 	t.Helper()
 	eng, err := engine.New(s, opts)
@@ -29,11 +31,27 @@ func New(t testing.TB, s ports.Session, opts engine.Options, timeout time.Durati
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		if err := eng.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
+		if err := Shutdown(ctx, eng); err != nil {
+			t.Error(err)
 		}
 	})
 	return eng
+}
+
+// Shutdown shuts eng down, then checks what the call lifecycle promises
+// once every goroutine of the engine has returned: its call index is
+// empty (a zero engine.Stats) — no parked round, no task, no request name
+// left behind by a path that forgot to drop it (docs/ARCHITECTURE.md "A
+// call's life"). The transcript kits, the carriers' hostile tests and the
+// engine's own end every engine through it.
+func Shutdown(ctx context.Context, eng *engine.Engine) error {
+	if err := eng.Shutdown(ctx); err != nil {
+		return fmt.Errorf("engine Shutdown: %w", err)
+	}
+	if s := eng.Stats(); s != (engine.Stats{}) {
+		return fmt.Errorf("engine Shutdown: the call index still holds %+v", s)
+	}
+	return nil
 }
 
 // AwaitCtxEnd waits for the held tool's context to end and checks the call

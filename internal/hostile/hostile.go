@@ -234,3 +234,27 @@ func CheckNotLockedOut(t testing.TB, churn *Churner, request func(context.Contex
 		t.Logf("request %d answered in %v; %d idle connections closed so far", i, took.Round(time.Millisecond), churn.Closed())
 	}
 }
+
+// SendAndLeave writes b on c and closes it at once, the way a client that
+// sends a request and goes away does. On Linux the data and the close
+// leave in one TCP segment (TCP_CORK), so the server finds the end of the
+// connection queued behind the request the moment it reads it: the race
+// between the server's answer and the client's leaving is decided for the
+// client, every run. Elsewhere it is a write and a close.
+func SendAndLeave(c *net.TCPConn, b []byte) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = cork(fd) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	if _, err := c.Write(b); err != nil {
+		return err
+	}
+	return c.Close()
+}

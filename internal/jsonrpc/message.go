@@ -115,9 +115,6 @@ type Message struct {
 	Error     []byte
 }
 
-// IsRequest reports a method with an id.
-func (m *Message) IsRequest() bool { return m.HasMethod && m.HasID }
-
 // IsNotification reports a method without an id member.
 func (m *Message) IsNotification() bool { return m.HasMethod && !m.HasID }
 

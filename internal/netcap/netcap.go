@@ -50,3 +50,16 @@ func HasUnread(c net.Conn) bool {
 	}
 	return hasUnread(c)
 }
+
+// PeerClosed reports whether c's peer has closed the connection (its end
+// of input is queued, or the connection was reset), peeking without
+// blocking and consuming nothing: what net/http's background read learns
+// only once its goroutine runs. c is a connection a [Listener] accepted or
+// any connection exposing syscall.Conn; where the platform cannot ask
+// without reading, it reports false.
+func PeerClosed(c net.Conn) bool {
+	if lc, ok := c.(*conn); ok {
+		c = lc.Conn
+	}
+	return peerClosed(c)
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hostile
+
+func cork(uintptr) error { return nil }
