@@ -92,6 +92,9 @@ type Options struct {
 // concurrent use.
 type Engine struct {
 	session ports.Session
+	// features are the session's optional server features, read once by
+	// New (docs/SPEC.md §2).
+	features ports.Features
 	submit  domain.SubmitTool
 	ttlMs   int64
 	logger  *slog.Logger
@@ -163,6 +166,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	info = append(info, '}')
 	e := &Engine{
 		session:      session,
+		features:     ports.FeaturesOf(session),
 		submit:       submit,
 		ttlMs:        ttl.Milliseconds(),
 		logger:       logger,

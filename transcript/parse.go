@@ -32,6 +32,10 @@ type File struct {
 	// AskClient is the ask-client: header: the carrier serves with asking
 	// the client on (docs/SPEC.md §6). Off by default, like the option.
 	AskClient bool
+	// Features is the features: header: the built-in session also serves
+	// the fixed resources, prompts and completion of internal/fake's
+	// Features (docs/SPEC.md §2). Off by default: tools only.
+	Features bool
 
 	ClientText string // the client section, verbatim (kept by -update)
 	Steps      []Step
@@ -171,6 +175,15 @@ func Parse(path string, data []byte) (*File, error) {
 				f.AskClient = false
 			default:
 				return nil, errorf(i+1, "ask-client: wants on or off, got %q", strings.TrimSpace(val))
+			}
+		case "features":
+			switch strings.TrimSpace(val) {
+			case "on":
+				f.Features = true
+			case "off":
+				f.Features = false
+			default:
+				return nil, errorf(i+1, "features: wants on or off, got %q", strings.TrimSpace(val))
 			}
 		}
 	}

@@ -193,6 +193,9 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 	var s *session
 	var served ports.Session
 	if opts.Session != nil {
+		if f.Features {
+			return res, fmt.Errorf("%s: features: on drives the built-in test session; it cannot run against Options.Session", f.Path)
+		}
 		if d := sessionDirective(f); d != "" {
 			return res, fmt.Errorf("%s: %s drives the built-in test session; it cannot run against Options.Session", f.Path, d)
 		}
@@ -201,6 +204,9 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 		s = newSession()
 		defer s.close()
 		served = s
+		if f.Features {
+			served = featured{s}
+		}
 	}
 	conn, err := c.Connect(t, served, Config{AskClient: f.AskClient})
 	if err != nil {
