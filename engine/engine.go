@@ -95,10 +95,10 @@ type Engine struct {
 	// features are the session's optional server features, read once by
 	// New (docs/SPEC.md §2).
 	features ports.Features
-	submit  domain.SubmitTool
-	ttlMs   int64
-	logger  *slog.Logger
-	observe ports.Observer // nil: none
+	submit   domain.SubmitTool
+	ttlMs    int64
+	logger   *slog.Logger
+	observe  ports.Observer // nil: none
 	// serverInfo and the modern _meta, encoded once.
 	infoJSON, metaJSON []byte
 	instructions       string
