@@ -86,6 +86,7 @@ func awaitEnd(ctx context.Context, r *running) bool {
 var (
 	_ ports.Session             = (*Session)(nil)
 	_ ports.ConversationSession = (*Session)(nil)
+	_ ports.ServerFeatures      = (*Session)(nil)
 )
 
 // New returns a session whose tools are inner's and whose submissions run
@@ -108,6 +109,10 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 // and reports each turn ([ports.ConversationSession]), whatever the inner
 // session does.
 func (s *Session) Conversations() bool { return true }
+
+// Features are the inner session's server features (its resources: the
+// workspace's files), which survive the wrapping (docs/SPEC.md §2).
+func (s *Session) Features() ports.Features { return ports.FeaturesOf(s.inner) }
 
 // RuntimeTools returns the inner session's runtime tools.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
