@@ -120,7 +120,7 @@ func TestResourceTraversal(t *testing.T) {
 			{prefix + "sub/../../secret", "escapes the workspace root"},
 			{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
 			{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
-			{prefix + "..\\secret", "no such file"},       // a literal backslash on Unix
+			{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
 			{prefix + "/" + filepath.Dir(root) + "/secret", ""},
 			{prefix + "sub/a.txt%00", "NUL"},
 			{prefix + "sub/a.txt?x=1", "no query or fragment"},
