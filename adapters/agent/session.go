@@ -110,10 +110,6 @@ func New(inner ports.Session, model ports.Model, opts Options) (*Session, error)
 // session does.
 func (s *Session) Conversations() bool { return true }
 
-// Features are the inner session's server features (its resources: the
-// workspace's files), which survive the wrapping (docs/SPEC.md §2).
-func (s *Session) Features() ports.Features { return ports.FeaturesOf(s.inner) }
-
 // RuntimeTools returns the inner session's runtime tools.
 func (s *Session) RuntimeTools(ctx context.Context) ([]domain.Tool, error) {
 	return s.inner.RuntimeTools(ctx)
