@@ -57,7 +57,7 @@ func TestAgentConversationResources(t *testing.T) {
 		t.Fatalf("read changes = %+v, %v", c, err)
 	}
 	for _, uri := range []string{
-		"agentmcp://conversations/default",            // the local principal's, not alice's
+		"agentmcp://conversations/default",             // the local principal's, not alice's
 		"agentmcp://conversations/fix/turns/9/changes", // no such turn
 		"agentmcp://conversations/fix/turns/x/changes",
 		"agentmcp://conversations/../x",
