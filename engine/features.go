@@ -141,6 +141,23 @@ func decodeCursor(c string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
+// paged takes a session's list (and its error) and returns the page in's
+// cursor names with the next cursor, or the answer to give instead.
+func paged[T any](in *inbound) func([]T, error) ([]T, string, *reply) {
+	return func(list []T, err error) ([]T, string, *reply) {
+		if err != nil {
+			r := featureError(in, err, "")
+			return nil, "", &r
+		}
+		from, to, next, perr := pageOf(in, len(list))
+		if perr != nil {
+			r := answerErr(in.id, perr)
+			return nil, "", &r
+		}
+		return list[from:to], next, nil
+	}
+}
+
 type resourceJSON struct {
 	URI         string `json:"uri"`
 	Name        string `json:"name"`
@@ -152,19 +169,15 @@ type resourceJSON struct {
 
 func (e *Engine) listResources(ctx context.Context, p *peer, in *inbound) (r reply) {
 	defer e.recoverFeature(in, &r)
-	list, err := e.features.Resources.ListResources(ctx, p.principal)
-	if err != nil {
-		return featureError(in, err, "")
-	}
-	from, to, next, perr := pageOf(in, len(list))
-	if perr != nil {
-		return answerErr(in.id, perr)
+	page, next, fail := paged[ports.Resource](in)(e.features.Resources.ListResources(ctx, p.principal))
+	if fail != nil {
+		return *fail
 	}
 	out := struct {
 		Resources  []resourceJSON `json:"resources"`
 		NextCursor string         `json:"nextCursor,omitempty"`
-	}{Resources: make([]resourceJSON, 0, to-from), NextCursor: next}
-	for _, res := range list[from:to] {
+	}{Resources: make([]resourceJSON, 0, len(page)), NextCursor: next}
+	for _, res := range page {
 		j := resourceJSON{URI: res.URI, Name: res.Name, Title: res.Title, Description: res.Description, MIMEType: res.MIMEType}
 		if res.Size >= 0 {
 			j.Size = &res.Size
@@ -186,19 +199,15 @@ type templateJSON struct {
 
 func (e *Engine) listResourceTemplates(ctx context.Context, p *peer, in *inbound) (r reply) {
 	defer e.recoverFeature(in, &r)
-	list, err := e.features.Resources.ResourceTemplates(ctx, p.principal)
-	if err != nil {
-		return featureError(in, err, "")
-	}
-	from, to, next, perr := pageOf(in, len(list))
-	if perr != nil {
-		return answerErr(in.id, perr)
+	page, next, fail := paged[ports.ResourceTemplate](in)(e.features.Resources.ResourceTemplates(ctx, p.principal))
+	if fail != nil {
+		return *fail
 	}
 	out := struct {
 		ResourceTemplates []templateJSON `json:"resourceTemplates"`
 		NextCursor        string         `json:"nextCursor,omitempty"`
-	}{ResourceTemplates: make([]templateJSON, 0, to-from), NextCursor: next}
-	for _, t := range list[from:to] {
+	}{ResourceTemplates: make([]templateJSON, 0, len(page)), NextCursor: next}
+	for _, t := range page {
 		out.ResourceTemplates = append(out.ResourceTemplates, templateJSON(t))
 	}
 	return e.featureResult(in, out, e.ttlMs)
@@ -278,19 +287,15 @@ type promptJSON struct {
 
 func (e *Engine) listPrompts(ctx context.Context, p *peer, in *inbound) (r reply) {
 	defer e.recoverFeature(in, &r)
-	list, err := e.features.Prompts.ListPrompts(ctx, p.principal)
-	if err != nil {
-		return featureError(in, err, "")
-	}
-	from, to, next, perr := pageOf(in, len(list))
-	if perr != nil {
-		return answerErr(in.id, perr)
+	page, next, fail := paged[ports.Prompt](in)(e.features.Prompts.ListPrompts(ctx, p.principal))
+	if fail != nil {
+		return *fail
 	}
 	out := struct {
 		Prompts    []promptJSON `json:"prompts"`
 		NextCursor string       `json:"nextCursor,omitempty"`
-	}{Prompts: make([]promptJSON, 0, to-from), NextCursor: next}
-	for _, pr := range list[from:to] {
+	}{Prompts: make([]promptJSON, 0, len(page)), NextCursor: next}
+	for _, pr := range page {
 		j := promptJSON{Name: pr.Name, Title: pr.Title, Description: pr.Description}
 		for _, a := range pr.Arguments {
 			j.Arguments = append(j.Arguments, promptArgJSON(a))
