@@ -70,7 +70,6 @@ func rawRecv(t *testing.T, c *client) (map[string]any, string) {
 	return m, string(b)
 }
 
-
 // submitTool returns agent_submit from a tools/list result.
 func submitTool(t *testing.T, m map[string]any) map[string]any {
 	t.Helper()
