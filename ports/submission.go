@@ -3,6 +3,8 @@ package ports
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/agentmcp/agentmcp/domain"
 )
 
 // Submission is one agent_submit's arguments (docs/SPEC.md §2, §9), as
@@ -134,7 +136,8 @@ func stopReasonsJSON() string {
 // AppendTurnResult appends the structuredContent object of a turn that
 // answered response and did r (docs/SPEC.md §9): {"response":…} followed
 // by r's members, changed_files and tool_calls as arrays even when empty,
-// so it validates against [TurnResultSchema].
+// so it validates against [TurnResultSchema]; strings as
+// [domain.MarshalJSON] writes them ("<" stays "<").
 func AppendTurnResult(b []byte, response string, r TurnReport) ([]byte, error) {
 	if r.ChangedFiles == nil {
 		r.ChangedFiles = []ChangedFile{}
@@ -142,11 +145,11 @@ func AppendTurnResult(b []byte, response string, r TurnReport) ([]byte, error) {
 	if r.ToolCalls == nil {
 		r.ToolCalls = []ToolCallReport{}
 	}
-	resp, err := json.Marshal(response)
+	resp, err := domain.MarshalJSON(response) // no HTML escaping, as the text block and the envelope
 	if err != nil {
 		return b, err
 	}
-	rep, err := json.Marshal(r)
+	rep, err := domain.MarshalJSON(r)
 	if err != nil {
 		return b, err
 	}

@@ -67,6 +67,9 @@ func TestTurnResultSchemaMatchesReport(t *testing.T) {
 			Usage:        ports.TokenUsage{InputTokens: 10, OutputTokens: 4}, Stopped: ports.StopSuperseded}},
 	} {
 		b, err := ports.AppendTurnResult([]byte("x"), "hi <there> \"q\"", c.r)
+		if !strings.Contains(string(b), `"response":"hi <there> \"q\""`) {
+			t.Errorf("%s: %s: the response is not written as the text block writes it", c.name, b)
+		}
 		if err != nil || b[0] != 'x' {
 			t.Fatalf("%s: AppendTurnResult = %q, %v", c.name, b, err)
 		}
