@@ -73,3 +73,83 @@ func TestRemoteWalkAwayBlocksNoOne(t *testing.T) {
 		t.Error("alice's unapproved write landed")
 	}
 }
+
+// TestRemoteConversationsArePerPrincipal: on the remote host, each signed-in
+// principal's conversation names are its own (docs/SPEC.md §9): bob's "a"
+// is a new conversation that never sees alice's "a", his fork of "a" copies
+// his own, his bad input (an illegal name, a 1 MB name, a fork of nothing,
+// one conversation past his bound) is a tool error each that reaches no
+// model, and alice's "a" goes on with exactly her turns; every success
+// carries structuredContent on 2026-07-28.
+func TestRemoteConversationsArePerPrincipal(t *testing.T) {
+	srv := chatscript.New(t, func(req *chatscript.Request) chatscript.Reply {
+		return chatscript.Reply{Text: "served: " + req.LastUser()}
+	})
+	ws, err := workspace.New(workspace.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	model, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := agent.New(ws, model, agent.Options{MaxConversationsPerPrincipal: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := enginetest.New(t, session, engine.Options{Name: "t", Version: "1"}, 5*time.Second)
+	iss := newTestIssuer(t)
+	access := remoteAccess(iss.URL())
+	access.AllowedSubjects = []string{"alice", "bob"}
+	access.HTTPClient = iss.Client()
+	addr := startRemote(t, eng, nil, access)
+	call := func(sub, args string) string {
+		t.Helper()
+		tok := iss.token(t, false, func(c map[string]any) { c["sub"] = sub })
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_submit","arguments":` + args +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		_, got := postMCP(t, addr, tok, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "agent_submit"})
+		return got
+	}
+	seen := func() string {
+		reqs := srv.Requests()
+		var us []string
+		for _, m := range reqs[len(reqs)-1].Messages {
+			if m.Role == "user" {
+				us = append(us, m.Content)
+			}
+		}
+		return strings.Join(us, "|")
+	}
+	ok := func(sub, args, wantSC, wantSeen string) {
+		t.Helper()
+		got := call(sub, args)
+		if !strings.Contains(got, `"structuredContent":{"response":`) || !strings.Contains(got, wantSC) {
+			t.Errorf("%s %s = %s, want structuredContent with %s", sub, args, got, wantSC)
+		}
+		if s := seen(); s != wantSeen {
+			t.Errorf("%s %s: the model saw %q, want %q", sub, args, s, wantSeen)
+		}
+	}
+	ok("alice", `{"prompt":"alice's secret","conversation":"a"}`, `"conversation":"a","turn":1`, "alice's secret")
+	ok("bob", `{"prompt":"bob here","conversation":"a"}`, `"conversation":"a","turn":1`, "bob here")
+	ok("bob", `{"prompt":"bob's fork","conversation":"b","fork_from":"a"}`, `"conversation":"b","turn":2`, "bob here|bob's fork")
+
+	requests := len(srv.Requests())
+	for _, c := range []struct{ args, want string }{
+		{`{"prompt":"x","conversation":"a:b"}`, "is not a valid name"},
+		{`{"prompt":"x","conversation":"` + strings.Repeat("z", 1_000_000) + `"}`, "(1000000 bytes)"},
+		{`{"prompt":"x","conversation":"c","fork_from":"nothing"}`, "names no conversation of yours"},
+		{`{"prompt":"x","conversation":"c"}`, "would be one more than the 2 conversations"},
+	} {
+		got := call("bob", c.args)
+		if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, c.want) || strings.Contains(got, "structuredContent") {
+			t.Errorf("bob %.60s = %.300s, want a tool error with %q", c.args, got, c.want)
+		}
+	}
+	if n := len(srv.Requests()); n != requests {
+		t.Errorf("bad input reached the model: %d requests, want %d", n, requests)
+	}
+	ok("alice", `{"prompt":"again","conversation":"a"}`, `"conversation":"a","turn":2`, "alice's secret|again")
+}
