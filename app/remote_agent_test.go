@@ -31,26 +31,7 @@ func TestRemoteWalkAwayBlocksNoOne(t *testing.T) {
 		}
 		return chatscript.Reply{Text: "served: " + req.LastUser()}
 	})
-	ws, err := workspace.New(workspace.Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	model, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	session, err := agent.New(ws, model, agent.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := enginetest.New(t, session, engine.Options{Name: "t", Version: "1", AskClient: true}, 5*time.Second)
-
-	iss := newTestIssuer(t)
-	access := remoteAccess(iss.URL())
-	access.AllowedSubjects = []string{"alice", "bob", "carol"}
-	access.HTTPClient = iss.Client()
-	addr := startRemote(t, eng, nil, access)
+	addr, iss := startRemoteAgent(t, root, srv, agent.Options{}, true, "alice", "bob", "carol")
 	call := func(sub, tool, args string) string {
 		t.Helper()
 		tok := iss.token(t, false, func(c map[string]any) { c["sub"] = sub })
@@ -85,25 +66,7 @@ func TestRemoteConversationsArePerPrincipal(t *testing.T) {
 	srv := chatscript.New(t, func(req *chatscript.Request) chatscript.Reply {
 		return chatscript.Reply{Text: "served: " + req.LastUser()}
 	})
-	ws, err := workspace.New(workspace.Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	model, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	session, err := agent.New(ws, model, agent.Options{MaxConversationsPerPrincipal: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := enginetest.New(t, session, engine.Options{Name: "t", Version: "1"}, 5*time.Second)
-	iss := newTestIssuer(t)
-	access := remoteAccess(iss.URL())
-	access.AllowedSubjects = []string{"alice", "bob"}
-	access.HTTPClient = iss.Client()
-	addr := startRemote(t, eng, nil, access)
+	addr, iss := startRemoteAgent(t, t.TempDir(), srv, agent.Options{MaxConversationsPerPrincipal: 2}, false, "alice", "bob")
 	call := func(sub, args string) string {
 		t.Helper()
 		tok := iss.token(t, false, func(c map[string]any) { c["sub"] = sub })
@@ -114,13 +77,7 @@ func TestRemoteConversationsArePerPrincipal(t *testing.T) {
 	}
 	seen := func() string {
 		reqs := srv.Requests()
-		var us []string
-		for _, m := range reqs[len(reqs)-1].Messages {
-			if m.Role == "user" {
-				us = append(us, m.Content)
-			}
-		}
-		return strings.Join(us, "|")
+		return strings.Join(reqs[len(reqs)-1].UserPrompts(), "|")
 	}
 	ok := func(sub, args, wantSC, wantSeen string) {
 		t.Helper()
@@ -152,4 +109,30 @@ func TestRemoteConversationsArePerPrincipal(t *testing.T) {
 		t.Errorf("bad input reached the model: %d requests, want %d", n, requests)
 	}
 	ok("alice", `{"prompt":"again","conversation":"a"}`, `"conversation":"a","turn":2`, "alice's secret|again")
+}
+
+// startRemoteAgent serves the agent (over the workspace on root, its model
+// srv, with opts) on the remote host for subjects, asking the client on
+// when ask, and returns the host's address and the issuer of its tokens.
+func startRemoteAgent(t *testing.T, root string, srv *chatscript.Server, opts agent.Options, ask bool, subjects ...string) (string, *testIssuer) {
+	t.Helper()
+	ws, err := workspace.New(workspace.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	model, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := agent.New(ws, model, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := enginetest.New(t, session, engine.Options{Name: "t", Version: "1", AskClient: ask}, 5*time.Second)
+	iss := newTestIssuer(t)
+	access := remoteAccess(iss.URL())
+	access.AllowedSubjects = subjects
+	access.HTTPClient = iss.Client()
+	return startRemote(t, eng, nil, access), iss
 }

@@ -70,13 +70,7 @@ func TestSubmitConversationsOverTheWire(t *testing.T) {
 	// seen is the user prompts the model was shown in its latest request.
 	seen := func() string {
 		reqs := srv.Requests()
-		var us []string
-		for _, m := range reqs[len(reqs)-1].Messages {
-			if m.Role == "user" {
-				us = append(us, m.Content)
-			}
-		}
-		return strings.Join(us, "|")
+		return strings.Join(reqs[len(reqs)-1].UserPrompts(), "|")
 	}
 	ok := func(args, wantConv string, wantTurn float64, wantSeen string) {
 		t.Helper()
