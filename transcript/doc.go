@@ -45,6 +45,9 @@
 //	                  message quotes it (see transcript/BUGS.md)
 //	ask-client: on    the carrier serves with its AskClient option on (docs/SPEC.md
 //	                  §6); "off" or no header leaves it off, its default
+//	conversations: on the built-in session keeps named conversations
+//	                  (ports.ConversationSession, docs/SPEC.md §2, §9): each
+//	                  successful turn is reported, numbered per conversation
 //	features: on      the built-in session also serves fixed resources,
 //	                  prompts and completion (internal/fake's Features,
 //	                  docs/SPEC.md §2); "off" or no header: tools only

@@ -193,15 +193,13 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 	var s *session
 	var served ports.Session
 	if opts.Session != nil {
-		if f.Features {
-			return res, fmt.Errorf("%s: features: on drives the built-in test session; it cannot run against Options.Session", f.Path)
-		}
 		if d := sessionDirective(f); d != "" {
 			return res, fmt.Errorf("%s: %s drives the built-in test session; it cannot run against Options.Session", f.Path, d)
 		}
 		served = opts.Session(t)
 	} else {
 		s = newSession()
+		s.conversations = f.Conversations
 		defer s.close()
 		served = s
 		if f.Features {
@@ -257,6 +255,12 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 func sessionDirective(f *File) string {
 	if f.HasCalls {
 		return "#calls"
+	}
+	if f.Conversations {
+		return "the conversations: header"
+	}
+	if f.Features {
+		return "the features: header"
 	}
 	for _, st := range f.Steps {
 		switch st.Kind {
