@@ -107,33 +107,39 @@ func TestResourceRead(t *testing.T) {
 	}
 }
 
+// traversals are the spellings of a way out of the root (or of a URI
+// that is no file of the workspace) and what the refusal of each says.
+func traversals(prefix, root string) []struct{ uri, want string } {
+	return []struct{ uri, want string }{
+		{prefix + "../secret", "escapes the workspace root"},
+		{prefix + "%2e%2e/secret", "escapes the workspace root"},
+		{prefix + "%2E%2E%2Fsecret", "escapes the workspace root"},
+		{prefix + "..%2fsecret", "escapes the workspace root"},
+		{prefix + "sub/../../secret", "escapes the workspace root"},
+		{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
+		{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
+		{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
+		{prefix + "/" + filepath.Dir(root) + "/secret", ""},
+		{prefix + "sub/a.txt%00", "NUL"},
+		{prefix + "sub/a.txt?x=1", "no query or fragment"},
+		{prefix + "sub/a.txt#f", "no query or fragment"},
+		{prefix + "sub/%zz", "malformed"},
+		{prefix + "sub", "is a directory"},
+		{prefix, "must not be empty"},
+		{prefix + "missing.txt", "no such file"},
+		{"file://" + filepath.Dir(root) + "/secret", "not a file of this workspace"},
+		{"file://localhost" + root + "/sub/a.txt", "not a file of this workspace"},
+		{"agentmcp://elsewhere/sub/a.txt", "not a file of this workspace"},
+		{"http://example.com/", "not a file of this workspace"},
+	}
+}
+
 // TestResourceTraversal: every spelling of a way out of the root is
 // refused or not found, and nothing outside is read.
 func TestResourceTraversal(t *testing.T) {
 	for _, kind := range []workspace.ResourceURIs{workspace.FileURIs, workspace.WorkspaceURIs} {
 		s, root, prefix := resourceSession(t, kind, map[string]string{"sub/a.txt": "a"})
-		for _, tc := range []struct{ uri, want string }{
-			{prefix + "../secret", "escapes the workspace root"},
-			{prefix + "%2e%2e/secret", "escapes the workspace root"},
-			{prefix + "%2E%2E%2Fsecret", "escapes the workspace root"},
-			{prefix + "..%2fsecret", "escapes the workspace root"},
-			{prefix + "sub/../../secret", "escapes the workspace root"},
-			{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
-			{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
-			{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
-			{prefix + "/" + filepath.Dir(root) + "/secret", ""},
-			{prefix + "sub/a.txt%00", "NUL"},
-			{prefix + "sub/a.txt?x=1", "no query or fragment"},
-			{prefix + "sub/a.txt#f", "no query or fragment"},
-			{prefix + "sub/%zz", "malformed"},
-			{prefix + "sub", "is a directory"},
-			{prefix, "must not be empty"},
-			{prefix + "missing.txt", "no such file"},
-			{"file://" + filepath.Dir(root) + "/secret", "not a file of this workspace"},
-			{"file://localhost" + root + "/sub/a.txt", "not a file of this workspace"},
-			{"agentmcp://elsewhere/sub/a.txt", "not a file of this workspace"},
-			{"http://example.com/", "not a file of this workspace"},
-		} {
+		for _, tc := range traversals(prefix, root) {
 			refused(t, s, tc.uri, tc.want)
 		}
 	}
