@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,30 +14,118 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/unixsocket"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/enginetest"
 	"github.com/agentmcp/agentmcp/internal/leakcheck"
 )
 
-// stream is one client of an engine over pipes: what a stdio or socket
-// connection is to the engine.
+// stream is one client of an engine's stream: over pipes into
+// engine.ServeConn (what the stdio carrier does with stdin and stdout), or
+// over a real connection to the Unix-socket carrier.
 type stream struct {
-	t    *testing.T
-	in   *io.PipeWriter
-	out  *bufio.Scanner
-	done chan error
+	t   *testing.T
+	in  io.Writer
+	out *bufio.Scanner
+	// end closes the client's sending side and returns once the server
+	// has finished the stream (its subscriptions released).
+	end func()
 }
 
+// newEngine is an engine for s, shut down when the test ends.
+func newEngine(t *testing.T, s *workspace.Session) *engine.Engine {
+	return enginetest.New(t, s, engine.Options{Name: "t", Version: "1"}, 10*time.Second)
+}
+
+// openStream serves one stream of e over pipes.
 func openStream(t *testing.T, e *engine.Engine) *stream {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &stream{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
-	s.out.Buffer(nil, 1<<20)
+	done := make(chan error, 1)
 	go func() {
-		s.done <- e.ServeConn(context.Background(), inR, outW, engine.ConnOptions{Close: inR.Close})
+		done <- e.ServeConn(context.Background(), inR, outW, engine.ConnOptions{Close: inR.Close})
 		outW.Close()
 	}()
+	s := &stream{t: t, in: inW, out: bufio.NewScanner(outR)}
+	s.out.Buffer(nil, 1<<20)
+	s.end = func() {
+		t.Helper()
+		inW.Close()
+		go func() {
+			for s.out.Scan() {
+			}
+		}()
+		if err := <-done; err != nil && err != engine.ErrInputClosed {
+			t.Fatal(err)
+		}
+	}
 	return s
+}
+
+// socketServer serves e on a fresh Unix socket until the test ends, and
+// returns its path.
+func socketServer(t *testing.T, e *engine.Engine) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ws") // short: sun_path holds 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	srv, err := unixsocket.New(e, unixsocket.Options{Path: filepath.Join(dir, "s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv.Path()
+}
+
+// dialStream connects to the socket at path. Its end half-closes the
+// connection and reads until the server closes its side, which the
+// carrier does once the engine has finished the stream; then it closes
+// the client's.
+func dialStream(t *testing.T, path string) *stream {
+	t.Helper()
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s := &stream{t: t, in: conn, out: bufio.NewScanner(conn)}
+	s.out.Buffer(nil, 1<<20)
+	s.end = func() {
+		if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		for s.out.Scan() {
+		}
+		conn.Close()
+	}
+	return s
+}
+
+// carriers open a stream of e each way the workspace's subscriptions are
+// delivered: stdio's (pipes into ServeConn) and a socket connection's.
+var carriers = []struct {
+	name string
+	open func(t *testing.T, e *engine.Engine) func() *stream
+}{
+	{"stdio", func(t *testing.T, e *engine.Engine) func() *stream {
+		return func() *stream { return openStream(t, e) }
+	}},
+	{"unix", func(t *testing.T, e *engine.Engine) func() *stream {
+		path := socketServer(t, e)
+		return func() *stream { return dialStream(t, path) }
+	}},
 }
 
 func (s *stream) call(line string) map[string]any {
@@ -59,17 +148,34 @@ func (s *stream) next() map[string]any {
 	return m
 }
 
-// end closes the client's side and waits for the engine to finish the
-// stream, draining what it still writes.
-func (s *stream) end() {
+// initialize negotiates 2025-11-25 and returns the server's capabilities.
+func (s *stream) initialize() map[string]any {
 	s.t.Helper()
-	s.in.Close()
-	go func() {
-		for s.out.Scan() {
-		}
-	}()
-	if err := <-s.done; err != nil {
+	m := s.call(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if _, err := io.WriteString(s.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		s.t.Fatal(err)
+	}
+	caps, _ := m["result"].(map[string]any)["capabilities"].(map[string]any)
+	return caps
+}
+
+func (s *stream) subscribe(id int, uri string) map[string]any {
+	s.t.Helper()
+	return s.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":%q}}`, id, uri))
+}
+
+func (s *stream) unsubscribe(id int, uri string) map[string]any {
+	s.t.Helper()
+	return s.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/unsubscribe","params":{"uri":%q}}`, id, uri))
+}
+
+// awaitUpdated reads the stream's next message, which must be the update
+// of uri.
+func (s *stream) awaitUpdated(uri string) {
+	s.t.Helper()
+	m := s.next()
+	if p, _ := m["params"].(map[string]any); m["method"] != "notifications/resources/updated" || p["uri"] != uri {
+		s.t.Fatalf("got %v, want notifications/resources/updated for %s", m, uri)
 	}
 }
 
@@ -81,6 +187,90 @@ func openFDs(t *testing.T) int {
 		t.Skipf("no /proc/self/fd: %v", err)
 	}
 	return len(ents)
+}
+
+// TestSubscriptionsEndWithStream: on stdio and a socket connection, a
+// 2025-11-25 client is told resources.subscribe, subscribes to files in
+// three directories, gets an update, unsubscribes from some, and then
+// ends the stream holding the rest: every watch is released with it — the
+// hub's, the kernel's (no inotify instance left, no watch), the
+// descriptors and the goroutines (leakcheck).
+func TestSubscriptionsEndWithStream(t *testing.T) {
+	for _, carrier := range carriers {
+		t.Run(carrier.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			s, root, prefix := resourceSession(t, workspace.FileURIs, map[string]string{
+				"a/x": "x", "a/y": "y", "b/z": "z", "top": "t",
+			})
+			dial := carrier.open(t, newEngine(t, s))
+			fds := openFDs(t)
+			c := dial()
+			caps := c.initialize()
+			if r, _ := caps["resources"].(map[string]any); r["subscribe"] != true {
+				t.Fatalf("capabilities %v, want resources.subscribe on a stream", caps)
+			}
+			for i, name := range []string{"a/x", "a/y", "b/z", "top"} {
+				if m := c.subscribe(i, prefix+name); m["result"] == nil {
+					t.Fatalf("subscribe %s: %v", name, m)
+				}
+			}
+			if dirs, _ := workspace.Watching(); dirs != 3 {
+				t.Fatalf("%d directories watched, want 3", dirs)
+			}
+			if instances, watches := kernelWatches(t); instances != 1 || watches != 3 {
+				t.Fatalf("%d inotify instances with %d watches, want 1 with 3", instances, watches)
+			}
+			if err := os.WriteFile(filepath.Join(root, "b", "z"), []byte("z2"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.awaitUpdated(prefix + "b/z")
+
+			c.unsubscribe(10, prefix+"a/x")
+			if _, watches := kernelWatches(t); watches != 3 {
+				t.Fatalf("a/ is still subscribed through a/y, yet %d watches are held, want 3", watches)
+			}
+			c.unsubscribe(11, prefix+"a/y")
+			if _, watches := kernelWatches(t); watches != 2 {
+				t.Fatalf("after a/'s last unsubscribe: %d watches, want 2", watches)
+			}
+
+			c.end() // b/z and top still held
+			expectIdle(t)
+			if now := openFDs(t); now != fds {
+				t.Errorf("open descriptors: %d before the stream, %d after it ended", fds, now)
+			}
+		})
+	}
+}
+
+// TestSubscribeRefusedOverStream: over a stream, every spelling of a way
+// out of the root, a link out of it, a link in it, a FIFO, a directory, a
+// missing file is a -32602 naming the URI, and nothing is watched.
+func TestSubscribeRefusedOverStream(t *testing.T) {
+	for _, kind := range []workspace.ResourceURIs{workspace.FileURIs, workspace.WorkspaceURIs} {
+		s, root, prefix := resourceSession(t, kind, map[string]string{"sub/a.txt": "a"})
+		for link, target := range map[string]string{"out": filepath.Join(filepath.Dir(root), "secret"), "alias": "sub/a.txt"} {
+			if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := openStream(t, newEngine(t, s))
+		c.initialize()
+		uris := []string{prefix + "out", prefix + "alias"}
+		for _, tc := range traversals(prefix, root) {
+			uris = append(uris, tc.uri)
+		}
+		for i, uri := range uris {
+			m := c.subscribe(i, uri)
+			e, _ := m["error"].(map[string]any)
+			data, _ := e["data"].(map[string]any)
+			if e == nil || e["code"] != float64(-32602) || data["uri"] != uri || strings.Contains(fmt.Sprint(e), "SECRET") {
+				t.Fatalf("subscribe %q: %v, want -32602 with data.uri", uri, m)
+			}
+		}
+		expectIdle(t)
+		c.end()
+	}
 }
 
 // TestSubscriptionFlood: one connection asks the workspace for 10,000
@@ -97,17 +287,7 @@ func TestSubscriptionFlood(t *testing.T) {
 		files[fmt.Sprintf("f%d", i)] = "x"
 	}
 	s, root, prefix := resourceSession(t, workspace.FileURIs, files)
-	e, err := engine.New(s, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	e := newEngine(t, s)
 	fdsBefore := openFDs(t)
 	c := openStream(t, e)
 	subscribe := func(c *stream, id int, name string) map[string]any {

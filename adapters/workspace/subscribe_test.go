@@ -38,12 +38,42 @@ func awaitUpdate(t *testing.T, updates <-chan struct{}, what string) {
 }
 
 // expectIdle fails t unless the process's watcher holds nothing and is
-// closed.
+// closed, as the kernel sees it too: no inotify instance open, no watch.
 func expectIdle(t *testing.T) {
 	t.Helper()
 	if dirs, open := workspace.Watching(); dirs != 0 || open {
 		t.Fatalf("the watcher holds %d directories (open: %v), want none and closed", dirs, open)
 	}
+	if instances, watches := kernelWatches(t); instances != 0 || watches != 0 {
+		t.Fatalf("the process has %d inotify instances with %d watches, want none", instances, watches)
+	}
+}
+
+// kernelWatches counts this process's inotify instances and the watches
+// they hold, as /proc shows them (Linux): the kernel's own account, which
+// no bookkeeping of the hub's can hide a leak from.
+func kernelWatches(t *testing.T) (instances, watches int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "anon_inode:inotify" {
+			continue // closed meanwhile (ReadDir's own descriptor), or no inotify instance
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		instances++
+		for line := range strings.Lines(string(info)) {
+			if strings.HasPrefix(line, "inotify wd:") {
+				watches++
+			}
+		}
+	}
+	return instances, watches
 }
 
 // TestSubscribeChanges: a subscription to a file is told when it is
@@ -79,6 +109,14 @@ func TestSubscribeChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitUpdate(t, updates, "the file created again")
+		if err := os.Rename(file, filepath.Join(root, "moved.txt")); err != nil {
+			t.Fatal(err)
+		}
+		awaitUpdate(t, updates, "a rename away")
+		if err := os.Rename(filepath.Join(root, "moved.txt"), file); err != nil {
+			t.Fatal(err)
+		}
+		awaitUpdate(t, updates, "a rename back onto the file")
 		// Another file in the same directory is another subscription's.
 		other, cancelOther, err := subscribe(t, s, prefix+"b.txt")
 		if err != nil {
@@ -88,11 +126,52 @@ func TestSubscribeChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitUpdate(t, other, "a write of b.txt")
+		if instances, watches := kernelWatches(t); instances != 1 || watches != 2 {
+			t.Fatalf("%d inotify instances with %d watches for two directories, want 1 with 2", instances, watches)
+		}
 		cancel()
 		cancel() // idempotent
+		if instances, watches := kernelWatches(t); instances != 1 || watches != 1 {
+			t.Fatalf("after one directory's last cancel: %d inotify instances with %d watches, want 1 with 1", instances, watches)
+		}
 		cancelOther()
 		expectIdle(t)
 	}
+}
+
+// TestSubscribeDirectoryRemoved: removing the directory of a subscribed
+// file tells its subscription (the file is gone), and ends the
+// directory's watch in the kernel; the subscription stays held until its
+// cancel, which closes the watcher; the directory made again is
+// subscribed to anew.
+func TestSubscribeDirectoryRemoved(t *testing.T) {
+	leakcheck.Check(t)
+	s, root, prefix := resourceSession(t, workspace.FileURIs, map[string]string{"sub/a.txt": "a"})
+	updates, cancel, err := subscribe(t, s, prefix+"sub/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	awaitUpdate(t, updates, "the directory's removal")
+	if dirs, open := workspace.Watching(); dirs != 0 || !open {
+		t.Fatalf("after the directory went: %d directories watched (open %v), want none, the watcher still open for the held subscription", dirs, open)
+	}
+	cancel()
+	expectIdle(t)
+
+	writeTree(t, root, map[string]string{"sub/a.txt": "b"})
+	updates, cancel, err = subscribe(t, s, prefix+"sub/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "a.txt"), []byte("c"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	awaitUpdate(t, updates, "a write in the directory made again")
+	cancel()
+	expectIdle(t)
 }
 
 // TestSubscribeRefusals: a subscription to anything a read refuses —
