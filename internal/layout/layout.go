@@ -113,6 +113,7 @@ var Rules = []Rule{
 	{"internal/load", append([]string{jose + "/...", "internal/hostile"}, core...), "load-test drivers: a session for the ports, go-jose for the test issuer's tokens, the misbehaving clients beside the load"},
 	{"internal/enginetest", append([]string{"engine", "internal/fake", logs}, core...), "test support: the engine a carrier's test serves, shut down when the test ends with its call index checked empty"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
+	{"internal/pgtest", nil, "a real PostgreSQL cluster for tests (Debian's server binaries, a temporary directory, a free 127.0.0.1 port): the standard library only"},
 	{"internal/waitfor", nil, "a bounded wait on a channel for tests: the standard library only"},
 	{logs, nil, "the logging default: the standard library only"},
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},
