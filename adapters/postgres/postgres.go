@@ -194,6 +194,13 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		return nil, s.fault("cannot connect", err)
 	}
 	s.pool = pool
+	pingCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return nil, s.fault("cannot connect", err)
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
