@@ -68,7 +68,7 @@ tools() {
 	need_postgres                  # the PostgreSQL store's tests run their own clusters (internal/pgtest)
 	export AGENTMCP_REQUIRE_POSTGRES=1 # so they fail, never skip, should it go missing
 	need_node
-	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); postgres $("$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1)" --version | awk '{print $NF}'); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); postgres $("$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1)" --version | awk '{print $3}'); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
