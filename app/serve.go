@@ -342,7 +342,7 @@ func (f *serveFlags) openSessionParts(logger *slog.Logger, observer ports.Observ
 		logger.Error("cannot resolve the workspace root", "err", err)
 		return nil, false
 	}
-	store, err := f.store.open(logger)
+	store, err := f.store.open(logger, *f.maxTurns)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot open the conversation store: " + err.Error())
@@ -351,7 +351,7 @@ func (f *serveFlags) openSessionParts(logger *slog.Logger, observer ports.Observ
 	f.hidden.add(store.dir) // every principal's conversations: never a command's to read
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
+		Store: store.ConversationStore, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

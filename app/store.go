@@ -102,17 +102,24 @@ type openedStore struct {
 }
 
 // open opens the store the flags name (their values and relations already
-// checked: addStoreFlags, serveRules): in memory with --ephemeral, else the
-// SQLite file in the state directory. Its error is one line that says what
+// checked: addStoreFlags, serveRules): in memory with --ephemeral, the
+// PostgreSQL database of --store postgres://…, else the SQLite file of
+// --store sqlite:PATH or the state directory. Its error is one line that says what
 // to do.
-func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
+//
+// maxTurns is the most turns the agent runs at once: each holds one of a
+// PostgreSQL store's connections while it runs (its claim on its
+// conversation, [postgres.Store.HoldTurn]), so the pool has that many more
+// than its default.
+func (f *storeFlags) open(logger *slog.Logger, maxTurns int) (*openedStore, error) {
 	if *f.ephemeral {
 		logger.Info("conversations are kept in memory only (--ephemeral)")
 		s := memstore.New(memstore.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
 		return &openedStore{ConversationStore: s, close: func() error { return nil }}, nil
 	}
 	if f.store.isPostgres() {
-		s, err := f.store.openPostgres(postgres.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
+		s, err := f.store.openPostgres(postgres.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge,
+			MaxConns: int32(postgres.DefaultMaxConns + maxTurns)})
 		if err != nil {
 			return nil, err
 		}

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentmcp/agentmcp/adapters/postgres"
 	"github.com/agentmcp/agentmcp/internal/chatscript"
 	"github.com/agentmcp/agentmcp/internal/pgtest"
+	"github.com/agentmcp/agentmcp/internal/syncbuf"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -38,38 +40,11 @@ func TestServePostgresStore(t *testing.T) {
 	}
 	srv := chatscript.Script(t, chatscript.Reply{Text: "first answer"}, chatscript.Reply{Text: "second answer"})
 
-	replica := func(env []string, args ...string) (pid int, submit func(prompt string) string, stderr *bytes.Buffer) {
-		cmd := exec.Command(os.Args[0], append([]string{"serve", "stdio", "--root", root, "--model", "m", "--model-url", srv.URL, "--store", url}, args...)...)
-		cmd.Env = append(append(os.Environ(), serveEnv+"=1", "OPENAI_API_KEY="+fakeKey), env...)
-		in, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		stderr = &bytes.Buffer{}
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { in.Close(); cmd.Wait() })
-		out := bufio.NewScanner(stdout)
-		io.WriteString(in, initLine+"\n")
-		if !out.Scan() {
-			in.Close()
-			cmd.Wait()
-			t.Fatalf("no answer to initialize: %s", stderr)
-		}
-		return cmd.Process.Pid, func(prompt string) string {
-			io.WriteString(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":%q}}}`, prompt)+"\n")
-			if !out.Scan() {
-				t.Fatalf("no answer to agent_submit: %s", stderr)
-			}
-			return out.Text()
-		}, stderr
-	}
-
-	_, submitA, logA := replica(nil, "--store-password-file", pwFile)
+	_, submitA, logA := startReplica(t, url, srv.URL, root, nil, "--store-password-file", pwFile)
 	if got := submitA("one"); !strings.Contains(got, "first answer") {
 		t.Fatalf("replica A: %s (log %s)", got, logA)
 	}
-	pidB, submitB, logB := replica([]string{"PGPASSWORD=" + c.Password})
+	pidB, submitB, logB := startReplica(t, url, srv.URL, root, []string{"PGPASSWORD=" + c.Password})
 	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pidB))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +66,7 @@ func TestServePostgresStore(t *testing.T) {
 	if !strings.Contains(strings.Join(sent, "|"), "one|first answer|two") {
 		t.Errorf("replica B's turn was sent %q, want replica A's turn before its prompt", sent)
 	}
-	for _, log := range []*bytes.Buffer{logA, logB} {
+	for _, log := range []*syncbuf.Buffer{logA, logB} {
 		if !strings.Contains(log.String(), "conversations are kept in "+url) || strings.Contains(log.String(), c.Password) {
 			t.Errorf("the log does not name the store, or shows its password:\n%s", log)
 		}
@@ -109,6 +84,90 @@ func TestServePostgresStore(t *testing.T) {
 	defer s.Close()
 	if turns, err := s.Load(context.Background(), ports.RefOf(real, ports.Principal{})); err != nil || len(turns) != 2 {
 		t.Errorf("the store holds %d turns (%v), want 2", len(turns), err)
+	}
+}
+
+// startReplica starts "agentmcp serve stdio" on store url (this test
+// binary, re-executed as main does, so the secrets move off its
+// environment), initializes it, and returns its pid, a function that
+// submits one prompt and returns the answer line, and its stderr.
+func startReplica(t *testing.T, url, modelURL, root string, env []string, args ...string) (pid int, submit func(prompt string) string, stderr *syncbuf.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "stdio", "--root", root, "--model", "m", "--model-url", modelURL, "--store", url}, args...)...)
+	cmd.Env = append(append(os.Environ(), serveEnv+"=1", "OPENAI_API_KEY="+fakeKey), env...)
+	in, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr = &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	out := bufio.NewScanner(stdout)
+	io.WriteString(in, initLine+"\n")
+	if !out.Scan() {
+		in.Close()
+		cmd.Wait()
+		t.Fatalf("no answer to initialize: %s", stderr)
+	}
+	var mu sync.Mutex
+	return cmd.Process.Pid, func(prompt string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"agent_submit","arguments":{"prompt":%q}}}`, prompt)+"\n")
+		if !out.Scan() {
+			t.Errorf("no answer to agent_submit: %s", stderr)
+			return ""
+		}
+		return out.Text()
+	}, stderr
+}
+
+// TestReplicasBusy: a turn of a conversation runs on one replica at a
+// time: while replica A's turn waits on the model, replica B refuses a
+// submission to the same conversation as busy on another replica (the
+// model never asked), and serves another conversation; once A's turn
+// ends, B's next submission runs, sent A's turn.
+func TestReplicasBusy(t *testing.T) {
+	c := pgtest.Start(t)
+	url := c.URL(c.CreateDatabase(t))
+	root := t.TempDir()
+	arrived, finish := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := chatscript.New(t, func(req *chatscript.Request) chatscript.Reply {
+		if req.LastUser() == "slow" {
+			once.Do(func() { close(arrived) })
+			<-finish
+		}
+		return chatscript.Reply{Text: "answered " + req.LastUser()}
+	})
+	env := []string{"PGPASSWORD=" + c.Password}
+	_, submitA, _ := startReplica(t, url, srv.URL, root, env)
+	_, submitB, logB := startReplica(t, url, srv.URL, root, env)
+	doneA := make(chan string, 1)
+	go func() { doneA <- submitA("slow") }()
+	<-arrived
+	if got := submitB("meanwhile"); !strings.Contains(got, "running on another replica") {
+		t.Errorf("replica B during A's turn of the same conversation: %s\n%s", got, logB)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("the model got %d requests, want A's only", n)
+	}
+	close(finish)
+	if got := <-doneA; !strings.Contains(got, "answered slow") {
+		t.Fatalf("replica A: %s", got)
+	}
+	if got := submitB("after"); !strings.Contains(got, "answered after") {
+		t.Fatalf("replica B after A's turn: %s\n%s", got, logB)
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1]
+	var sent []string
+	for _, m := range last.Messages {
+		sent = append(sent, m.Content)
+	}
+	if !strings.Contains(strings.Join(sent, "|"), "slow|answered slow|after") {
+		t.Errorf("replica B's turn was sent %q, want A's turn first", sent)
 	}
 }
 

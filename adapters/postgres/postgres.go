@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/internal/turnjson"
@@ -642,4 +643,50 @@ func (s *Store) Delete(ctx context.Context, ref ports.ConversationRef) error {
 			ref.Root, ref.Principal, ref.Name)
 		return err
 	})
+}
+
+var _ ports.ConversationLocker = (*Store)(nil)
+
+// HoldTurn claims ref's conversation for one turn with a session-level
+// advisory lock, keyed by a 64-bit hash of the reference, on a connection
+// of the pool that the turn keeps until release: a replica that dies (or
+// loses its connection) releases the claim with its session, so no lease
+// needs renewing. ok is false when another session holds it.
+//
+// A database restarted mid-turn ends the session and so the claim: the
+// turn goes on (its Append then commits or fails on its own), and until it
+// ends another replica may start a turn of the same conversation; both
+// turns' Appends still commit one after the other, each whole.
+func (s *Store) HoldTurn(ctx context.Context, ref ports.ConversationRef) (func(), bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, s.fault("cannot claim the conversation", err)
+	}
+	// Length-prefixed: unambiguous, and no NUL, which text cannot hold.
+	key := fmt.Sprintf("%d:%s%d:%s%s", len(ref.Root), ref.Root, len(ref.Principal), ref.Principal, ref.Name)
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, s.fault("cannot claim the conversation", err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+			defer cancel()
+			var unlocked bool
+			if err := conn.QueryRow(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key).Scan(&unlocked); err != nil || !unlocked {
+				// The session is broken or lost the lock: end it, so
+				// nothing it might still hold outlives the turn.
+				conn.Conn().Close(ctx)
+			}
+			conn.Release()
+		})
+	}, true, nil
 }

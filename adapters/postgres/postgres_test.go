@@ -286,3 +286,51 @@ func TestRestart(t *testing.T) {
 		t.Errorf("after the restart the conversation holds %q (the last numbered %d)", texts, n)
 	}
 }
+
+// TestHoldTurn: a conversation's turn is held by one replica at a time;
+// another conversation is not; a release gives it to the next; a replica
+// whose session dies (its backend ended, as when its process is killed)
+// gives it up with the session, and its late release is harmless.
+func TestHoldTurn(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	a, b := openT(t, c, db, Options{}), openT(t, c, db, Options{})
+	ctx := t.Context()
+	hold := func(s *Store, ref ports.ConversationRef) (func(), bool) {
+		t.Helper()
+		release, ok, err := s.HoldTurn(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return release, ok
+	}
+	releaseA, ok := hold(a, local)
+	if !ok {
+		t.Fatal("replica A cannot claim a free conversation")
+	}
+	if _, ok := hold(b, local); ok {
+		t.Error("replica B claimed the conversation replica A holds")
+	}
+	releaseOther, ok := hold(b, local.Named("other"))
+	if !ok {
+		t.Error("replica B cannot claim another conversation")
+	}
+	releaseOther()
+	releaseA()
+	releaseA() // twice is harmless
+	releaseB, ok := hold(b, local)
+	if !ok {
+		t.Fatal("replica B cannot claim the conversation once A released it")
+	}
+	c.SQL(t, db, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+	releaseA, ok = hold(a, local)
+	if !ok {
+		t.Fatal("replica A cannot claim the conversation after B's session died")
+	}
+	defer releaseA()
+	releaseB()
+	if release, ok := hold(b, local); ok {
+		release()
+		t.Error("replica B's late release freed A's claim")
+	}
+}
