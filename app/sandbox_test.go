@@ -259,8 +259,6 @@ func (s *sandboxServer) refused(what, command string) {
 	}
 }
 
-func isRoot() bool { return os.Geteuid() == 0 }
-
 // listen makes a listener on network and address (a Unix socket's
 // address "@name" is abstract), accepting and closing connections until
 // the test ends.

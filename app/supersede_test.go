@@ -17,7 +17,8 @@ import (
 // The supersede rule (docs/SPEC.md §8, §9) on the real carriers: a
 // person who abandons an approval and submits again to the same
 // conversation is answered at once; the abandoned turn ends with
-// stopped "superseded" and writes nothing, whatever comes later. These
+// stopped "superseded" (its structured result says so where the client's
+// revision carries one) and writes nothing, whatever comes later. These
 // use only {prompt}.
 
 // supersedeModel is the scripted endpoint of these tests: "write" asks
@@ -142,6 +143,14 @@ func TestSupersedeStdio2025(t *testing.T) {
 	text, isErr := resultText(t, first)
 	if isErr || !strings.Contains(text, "a new prompt came for this conversation while write_file awaited approval") {
 		t.Errorf("the first call = %q (error %v), want it stopped by the new prompt", text, isErr)
+	}
+	// Its structured result says so; the new turn's finished (docs/SPEC.md §9).
+	if !strings.Contains(first.line, `"structuredContent":{"response":`) || !strings.Contains(first.line, `"conversation":"default","turn":1,`) ||
+		!strings.Contains(first.line, `"tool_calls":[{"name":"write_file","ok":false}]`) || !strings.Contains(first.line, `"stopped":"superseded"`) {
+		t.Errorf("the first call's structured result: %s, want turn 1 stopped superseded with write_file failed", first.line)
+	}
+	if !strings.Contains(third.line, `"conversation":"default","turn":2,`) || strings.Contains(third.line, `"stopped"`) {
+		t.Errorf("the new submission's structured result: %s, want turn 2, finished", third.line)
 	}
 	cancelled := false
 	for _, m := range seen {

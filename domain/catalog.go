@@ -11,8 +11,9 @@ import (
 // name, an optional title, description, inputSchema and optional
 // annotations, serialised in that order with the absent optionals left out.
 // InputSchema is a JSON Schema object kept as the session wrote it, so key
-// order and unknown keywords survive. An outputSchema is never advertised:
-// results are execution envelopes, never structuredContent.
+// order and unknown keywords survive. Only the submission tool of a session
+// that keeps named conversations has an OutputSchema (docs/SPEC.md §2, §9):
+// a runtime tool's results are execution envelopes, never structuredContent.
 type Tool struct {
 	Name string `json:"name"`
 	// Title is a human-readable display name (MCP 2025-06-18+ BaseMetadata
@@ -20,6 +21,11 @@ type Tool struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is the JSON Schema of the tool's structuredContent
+	// (MCP 2025-06-18+); nil leaves it out. A runtime tool may not have one
+	// ([NewCatalog]); the engine leaves it out for a client older than
+	// 2025-06-18.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Annotations are the tool's behaviour hints; nil leaves them out.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
 	// TaskSupport says whether a call of the tool may run as an MCP task
@@ -127,7 +133,8 @@ type Catalog struct {
 // NewCatalog validates the session's runtime tools against the submission tool
 // and returns the catalog, or a *CatalogError naming the first violation in
 // the session's order (docs/SPEC.md §2): an invalid name, a duplicate or reserved name,
-// or an input schema whose root is not {"type":"object"}.
+// an input schema whose root is not {"type":"object"}, or an outputSchema
+// (a runtime tool's result is an execution envelope, docs/SPEC.md §3.4).
 func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
 	// Own a deep copy: Same compares against it, and the session may reuse
 	// its slices.
@@ -148,6 +155,9 @@ func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
 		}
 		if !objectRootSchema(t.InputSchema) {
 			return nil, &CatalogError{Message: fmt.Sprintf("Tool %s has an invalid input schema: the root type must be \"object\"", t.Name)}
+		}
+		if t.OutputSchema != nil {
+			return nil, &CatalogError{Message: fmt.Sprintf("Tool %s declares an outputSchema: a runtime tool's result is an execution envelope", t.Name)}
 		}
 		c.index[t.Name] = i
 	}
@@ -230,7 +240,7 @@ func (c *Catalog) Same(tools []Tool) bool {
 	for i, t := range tools {
 		r := c.runtime[i]
 		if t.Name != r.Name || t.Title != r.Title || t.Description != r.Description ||
-			!bytes.Equal(t.InputSchema, r.InputSchema) || !equalAnnotations(t.Annotations, r.Annotations) ||
+			!bytes.Equal(t.InputSchema, r.InputSchema) || t.OutputSchema != nil || !equalAnnotations(t.Annotations, r.Annotations) ||
 			t.TaskSupport != r.TaskSupport || t.TaskStartsInRequest != r.TaskStartsInRequest {
 			return false
 		}

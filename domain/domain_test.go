@@ -3,6 +3,7 @@ package domain_test
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -150,33 +151,113 @@ func TestSubmitToolResolve(t *testing.T) {
 	}
 }
 
-func TestSubmitPrompt(t *testing.T) {
+func TestSubmitArguments(t *testing.T) {
+	plain, _ := domain.SubmitTool{}.Resolve()
+	conv := plain.WithConversations(json.RawMessage(`{"type":"object"}`))
+	plainBad := "agent_submit requires a non-empty string prompt and no other arguments"
+	convBad := "agent_submit requires a non-empty string prompt, optional string conversation and fork_from, and no other arguments"
+	name := func(arg, v string) string {
+		return domain.CheckConversationName(arg, v).Error()
+	}
 	cases := []struct {
-		args   string
-		prompt string
-		ok     bool
+		tool domain.SubmitTool
+		args string
+		want domain.SubmitArguments
+		err  string
 	}{
-		{`{"prompt":"hi"}`, "hi", true},
-		{` {"prompt":" "} `, " ", true},
-		{`{"prompt":""}`, "", false},
-		{`{"prompt":123}`, "", false},
-		{`{"prompt":null}`, "", false},
-		{`{}`, "", false},
-		{`{"prompt":"hi","x":1}`, "", false},
-		{`{"prompt":"a","prompt":"b"}`, "", false},
-		{`{"Prompt":"hi"}`, "", false},
-		{`{"pro\u006dpt":"\u0068i"}`, "hi", true},
-		{`{"prompt":"hi","prompt":"hi"}`, "", false},
-		{`{"prompt":"hi"`, "", false},
-		{"{\"prompt\":\"\xff\"}", "\ufffd", true},
-		{`["hi"]`, "", false},
-		{``, "", false},
+		{plain, `{"prompt":"hi"}`, domain.SubmitArguments{Prompt: "hi"}, ""},
+		{plain, ` {"prompt":" "} `, domain.SubmitArguments{Prompt: " "}, ""},
+		{plain, `{"prompt":""}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":123}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":null}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":"hi","x":1}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":"a","prompt":"b"}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"Prompt":"hi"}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"pro\u006dpt":"\u0068i"}`, domain.SubmitArguments{Prompt: "hi"}, ""},
+		{plain, `{"prompt":"hi","prompt":"hi"}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":"hi"`, domain.SubmitArguments{}, plainBad},
+		{plain, "{\"prompt\":\"\xff\"}", domain.SubmitArguments{Prompt: "\ufffd"}, ""},
+		{plain, `["hi"]`, domain.SubmitArguments{}, plainBad},
+		{plain, ``, domain.SubmitArguments{}, plainBad},
+		// The plain tool knows no conversation: the seed's rule, unchanged.
+		{plain, `{"prompt":"hi","conversation":"a"}`, domain.SubmitArguments{}, plainBad},
+		{plain, `{"prompt":"hi","fork_from":"a"}`, domain.SubmitArguments{}, plainBad},
+
+		{conv, `{"prompt":"hi"}`, domain.SubmitArguments{Prompt: "hi"}, ""},
+		{conv, `{"conversation":"a-b.c_D9","prompt":"hi"}`, domain.SubmitArguments{Prompt: "hi", Conversation: "a-b.c_D9"}, ""},
+		{conv, `{"prompt":"hi","conversation":"b","fork_from":"default"}`, domain.SubmitArguments{Prompt: "hi", Conversation: "b", ForkFrom: "default"}, ""},
+		// Relations are the session's: fork_from alone passes the shape check.
+		{conv, `{"prompt":"hi","fork_from":"a"}`, domain.SubmitArguments{Prompt: "hi", ForkFrom: "a"}, ""},
+		{conv, `{"prompt":"hi","conversation":"` + strings.Repeat("x", 64) + `"}`, domain.SubmitArguments{Prompt: "hi", Conversation: strings.Repeat("x", 64)}, ""},
+		{conv, `{"prompt":"hi","conversation":"` + strings.Repeat("x", 65) + `"}`, domain.SubmitArguments{}, name("conversation", strings.Repeat("x", 65))},
+		{conv, `{"prompt":"hi","conversation":""}`, domain.SubmitArguments{}, name("conversation", "")},
+		{conv, `{"prompt":"hi","conversation":"a b"}`, domain.SubmitArguments{}, name("conversation", "a b")},
+		{conv, `{"prompt":"hi","conversation":"a/b"}`, domain.SubmitArguments{}, name("conversation", "a/b")},
+		{conv, `{"prompt":"hi","conversation":"ñ"}`, domain.SubmitArguments{}, name("conversation", "ñ")},
+		{conv, `{"prompt":"hi","conversation":"a\u0000"}`, domain.SubmitArguments{}, name("conversation", "a\x00")},
+		{conv, `{"prompt":"hi","conversation":"a","fork_from":"../b"}`, domain.SubmitArguments{}, name("fork_from", "../b")},
+		{conv, `{"prompt":"hi","fork_from":""}`, domain.SubmitArguments{}, name("fork_from", "")},
+		{conv, `{"prompt":"hi","conversation":1}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"prompt":"hi","conversation":null}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"prompt":"hi","fork_from":["a"]}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"prompt":"hi","conversation":"a","conversation":"b"}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"prompt":"hi","thread":"a"}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"conversation":"a"}`, domain.SubmitArguments{}, convBad},
+		{conv, `{"prompt":"","conversation":"a"}`, domain.SubmitArguments{}, convBad},
 	}
 	for _, c := range cases {
-		p, ok := domain.SubmitPrompt(json.RawMessage(c.args))
-		if p != c.prompt || ok != c.ok {
-			t.Errorf("SubmitPrompt(%s) = %q, %v; want %q, %v", c.args, p, ok, c.prompt, c.ok)
+		got, err := c.tool.Arguments(json.RawMessage(c.args))
+		msg := ""
+		if err != nil {
+			msg = err.Error()
 		}
+		if got != c.want || msg != c.err {
+			t.Errorf("Arguments(%s) = %+v, %q; want %+v, %q", c.args, got, msg, c.want, c.err)
+		}
+	}
+	// A 1 MB name is refused with a short message that shows 16 bytes of it.
+	_, err := conv.Arguments(json.RawMessage(`{"prompt":"hi","conversation":"` + strings.Repeat("a", 1<<20) + `"}`))
+	var ne *domain.ConversationNameError
+	if !errors.As(err, &ne) || ne.Arg != "conversation" || len(err.Error()) > 200 {
+		t.Errorf("1 MB name: %v", err)
+	}
+}
+
+// TestConversationalSubmitTool: the conversational submission tool
+// advertises its input schema and outputSchema (between inputSchema and
+// annotations, as MCP orders them); the plain one neither.
+func TestConversationalSubmitTool(t *testing.T) {
+	s, _ := domain.SubmitTool{}.Resolve()
+	if s.Conversations() || s.Tool().OutputSchema != nil {
+		t.Fatalf("plain tool has conversations or an outputSchema")
+	}
+	c := s.WithConversations(json.RawMessage(`{"type":"object","properties":{}}`))
+	got, err := domain.MarshalJSON(c.Tool())
+	want := `{"name":"agent_submit","title":"Ask the agent","description":"Submit a prompt to the agent and await its turn","inputSchema":` + string(domain.SubmitConversationInputSchema) +
+		`,"outputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}}`
+	if err != nil || string(got) != want {
+		t.Errorf("conversational tool = %s, %v\nwant %s", got, err, want)
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Pattern string `json:"pattern"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(domain.SubmitConversationInputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"conversation", "fork_from"} {
+		re := regexp.MustCompile(schema.Properties[arg].Pattern)
+		for _, n := range []string{"a", "default", strings.Repeat("z", 64), "a b", "", strings.Repeat("z", 65), "é", "a/b"} {
+			if re.MatchString(n) != (domain.CheckConversationName(arg, n) == nil) {
+				t.Errorf("%s pattern and CheckConversationName disagree on %q", arg, n)
+			}
+		}
+	}
+	if _, err := domain.NewCatalog([]domain.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"type":"object"}`)}}, s); err == nil ||
+		err.Error() != "Tool t declares an outputSchema: a runtime tool's result is an execution envelope" {
+		t.Errorf("a runtime tool's outputSchema: %v", err)
 	}
 }
 

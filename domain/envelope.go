@@ -24,8 +24,10 @@ type Envelope struct {
 	Metadata    json.RawMessage `json:"metadata,omitempty"` // a JSON object; nil = absent
 }
 
-// Content is one MCP content block. agentmcp only produces text blocks:
-// results are envelopes, never structuredContent (docs/SPEC.md §2).
+// Content is one MCP content block. agentmcp only produces text blocks: a
+// runtime tool's result is an envelope, never structuredContent; only the
+// submission tool of a session that keeps conversations adds
+// structuredContent beside its text (docs/SPEC.md §2, §3).
 type Content struct {
 	Type string `json:"type"`
 	Text string `json:"text"`

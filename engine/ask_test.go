@@ -548,25 +548,30 @@ func TestCallersSayWhereTheyAsk(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		askClient bool
-		send      func(*engine.Engine, *client)
+		send      func(*testing.T, *engine.Engine, *client)
 		want      ports.Asking
 	}{
-		{"modern, elicitation", true, func(_ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingClient},
-		{"modern, no elicitation", true, func(_ *engine.Engine, c *client) {
+		{"modern, elicitation", true, func(_ *testing.T, _ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingClient},
+		{"modern, no elicitation", true, func(_ *testing.T, _ *engine.Engine, c *client) {
 			c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + modernNoElicit + `,"name":"write","arguments":{"text":"x"}}}`)
 		}, ports.AskingUnable},
-		{"modern, asking off", false, func(_ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingOff},
-		{"legacy stream, elicitation", true, func(e *engine.Engine, _ *client) {
+		{"modern, asking off", false, func(_ *testing.T, _ *engine.Engine, c *client) { c.send(writeCall("1", "")) }, ports.AskingOff},
+		{"legacy stream, elicitation", true, func(t *testing.T, e *engine.Engine, _ *client) {
 			legacyClient(t, e, "2025-11-25", `{"elicitation":{}}`).send(legacyWrite)
 		}, ports.AskingClient},
-		{"legacy stream, no elicitation", true, func(e *engine.Engine, _ *client) {
+		{"legacy stream, no elicitation", true, func(t *testing.T, e *engine.Engine, _ *client) {
 			legacyClient(t, e, "2025-11-25", `{}`).send(legacyWrite)
 		}, ports.AskingUnable},
-		{"legacy stream, asking off", false, func(e *engine.Engine, _ *client) {
+		{"legacy stream, asking off", false, func(t *testing.T, e *engine.Engine, _ *client) {
 			legacyClient(t, e, "2025-11-25", `{"elicitation":{}}`).send(legacyWrite)
 		}, ports.AskingOff},
-		{"legacy over HTTP", true, func(e *engine.Engine, _ *client) {
-			go e.Exchange(t.Context(), []byte(legacyHTTP), engine.ExchangeOptions{})
+		{"legacy over HTTP", true, func(t *testing.T, e *engine.Engine, _ *client) {
+			// The exchange returns before the engine shuts down, as a
+			// carrier's handlers do (Run stops the carriers first), so the
+			// shutdown's empty-index check does not race its return.
+			done := make(chan struct{})
+			go func() { defer close(done); e.Exchange(t.Context(), []byte(legacyHTTP), engine.ExchangeOptions{}) }()
+			t.Cleanup(func() { <-done })
 		}, ports.AskingUnable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -576,7 +581,7 @@ func TestCallersSayWhereTheyAsk(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { shutdown(t, e) })
-			c.send(e, newClient(t, e))
+			c.send(t, e, newClient(t, e))
 			select {
 			case got := <-s.seen:
 				if got != c.want {

@@ -144,6 +144,9 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ports.HasConversations(session) { // docs/SPEC.md §2, §9
+		submit = submit.WithConversations(ports.TurnResultSchema)
+	}
 	ttl := opts.ListTTL
 	switch {
 	case ttl == 0:

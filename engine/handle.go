@@ -431,11 +431,15 @@ func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err)))
 	}
+	list := cat.Tools()
+	if !structuredResults(in) {
+		list[len(list)-1].OutputSchema = nil // the submission tool's, last
+	}
 	var tools []byte
 	if !in.modern && in.version == tasksVersion {
-		tools, err = domain.MarshalJSON(withExecution(cat.Tools())) // docs/SPEC.md §14
+		tools, err = domain.MarshalJSON(withExecution(list)) // docs/SPEC.md §14
 	} else {
-		tools, err = domain.MarshalJSON(cat.Tools())
+		tools, err = domain.MarshalJSON(list)
 	}
 	if err != nil {
 		return answerErr(in.id, jsonrpc.NewError(CodeInternalError, "Internal error: the tool list could not be encoded"))
@@ -446,6 +450,13 @@ func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
 		b = e.appendCacheable(b)
 	}
 	return answered(e.resultTail(b, in))
+}
+
+// structuredResults reports whether in's revision knows outputSchema and
+// structuredContent (2025-06-18 and later, 2026-07-28 included): an older
+// client gets neither (docs/SPEC.md §2).
+func structuredResults(in *inbound) bool {
+	return in.modern || in.version == tasksVersion || in.version == "2025-06-18"
 }
 
 // callTool is docs/SPEC.md §3 in order: the name and arguments checked,
@@ -527,7 +538,7 @@ func (e *Engine) callResult(in *inbound, o toolOutcome) reply {
 		return answerErr(in.id, o.rerr)
 	}
 	b := e.resultHead(make([]byte, 0, 160+len(in.id.Raw())+2*o.size()), in, "complete")
-	r := answered(e.resultTail(o.appendTo(b), in))
+	r := answered(e.resultTail(o.appendTo(b, structuredResults(in)), in))
 	r.toolError = o.failed()
 	return r
 }
@@ -576,11 +587,13 @@ var errShutdownResult = toolOutcome{result: domain.ToolError(ErrShuttingDown.Err
 
 // toolOutcome is what a tools/call produced: a session's envelope (written
 // straight into the response), another result (a tool error, a turn's
-// text), or the JSON-RPC error of a submission that failed inside its turn.
+// text and its structuredContent), or the JSON-RPC error of a submission
+// that failed inside its turn.
 type toolOutcome struct {
-	env    *domain.Envelope
-	result domain.ToolResult
-	rerr   *Error
+	env        *domain.Envelope
+	result     domain.ToolResult
+	structured []byte // a conversational turn's structuredContent object, rendered once
+	rerr       *Error
 }
 
 // failed reports whether the outcome is a CallToolResult with isError true
@@ -599,7 +612,7 @@ func (o toolOutcome) size() int {
 	if o.env != nil {
 		return 64 + len(o.env.Result) + len(o.env.Error) + len(o.env.Metadata)
 	}
-	n := 0
+	n := len(o.structured)
 	for _, c := range o.result.Content {
 		n += len(c.Text)
 	}
@@ -612,10 +625,16 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 
 // appendTo appends the CallToolResult's members (no braces): for an
 // envelope, {"content":[{"type":"text","text":<envelope>}],"isError":
-// <!success>} (docs/SPEC.md §3.4), the envelope rendered once.
-func (o toolOutcome) appendTo(b []byte) []byte {
+// <!success>} (docs/SPEC.md §3.4), the envelope rendered once; for a
+// conversational turn its structuredContent too when structured (the
+// client's revision knows it, structuredResults; a task's result always).
+func (o toolOutcome) appendTo(b []byte, structured bool) []byte {
 	if o.env == nil {
-		return appendToolResult(b, o.result)
+		b = appendToolResult(b, o.result)
+		if structured && o.structured != nil {
+			b = append(append(b, `,"structuredContent":`...), o.structured...)
+		}
+		return b
 	}
 	buf := scratch.Get().(*[]byte)
 	text, err := domain.AppendEnvelope((*buf)[:0], *o.env)
@@ -680,14 +699,17 @@ func (e *Engine) runToolIn(ctx context.Context, cat *domain.Catalog, caller port
 // frame of a plain tool's call stays small: a request's goroutine stack
 // grows by copying).
 func (e *Engine) submitTurn(ctx context.Context, caller ports.Caller, args []byte) toolOutcome {
-	prompt, ok := domain.SubmitPrompt(args)
-	if !ok {
-		return toolError(e.submit.InvalidArgumentsMessage())
+	a, err := e.submit.Arguments(args)
+	if err != nil {
+		return toolError(err.Error())
 	}
-	turn, err := e.session.Submit(ctx, ports.Submission{Prompt: prompt}, withinSubmission{caller, e.submit.Name})
+	s := ports.Submission{Prompt: a.Prompt, Conversation: a.Conversation, ForkFrom: a.ForkFrom}
+	turn, err := e.session.Submit(ctx, s, withinSubmission{caller, e.submit.Name})
 	switch {
 	case e.shuttingDown(ctx):
 		return errShutdownResult
+	case err == nil && e.submit.Conversations():
+		return turnOutcome(turn)
 	case err == nil:
 		return toolOutcome{result: domain.TextResult(turn.Response)}
 	case errors.Is(err, ports.ErrRefused):
@@ -695,6 +717,28 @@ func (e *Engine) submitTurn(ctx context.Context, caller ports.Caller, args []byt
 	default:
 		return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, domain.ClientMessage(err))}
 	}
+}
+
+// errNoReport answers a turn of a conversation-keeping session that
+// returned no report (docs/SPEC.md §9): the advertised outputSchema
+// promises structuredContent on every success, and a client that holds to
+// it (the TypeScript SDK) rejects a result without it, so the engine says
+// the session broke its contract instead of answering a text alone.
+var errNoReport = jsonrpc.NewError(CodeInternalError, "Internal error: the session reported no turn result")
+
+// turnOutcome is a conversational turn's success: the response as the text
+// block (not the serialized JSON, which 2025-06-18 suggests: a client that
+// shows text shows the answer, docs/SPEC.md §9) and the structuredContent
+// {"response", ...the report}, rendered here once.
+func turnOutcome(turn ports.TurnResult) toolOutcome {
+	if turn.Report == nil {
+		return toolOutcome{rerr: errNoReport}
+	}
+	sc, err := ports.AppendTurnResult(nil, turn.Response, *turn.Report)
+	if err != nil {
+		return toolOutcome{rerr: jsonrpc.NewError(CodeInternalError, "Internal error: the turn result could not be encoded")}
+	}
+	return toolOutcome{result: domain.TextResult(turn.Response), structured: sc}
 }
 
 // errSessionPanic answers a call whose session panicked (docs/SPEC.md §3):

@@ -132,8 +132,7 @@ func (e *Engine) Stats() Stats {
 // engine, and an ended one for its TTL after its end.
 type memNames struct {
 	rounds *domain.Rounds[*input] // nil while AskClient is off
-	ttl    time.Duration
-	opts   TaskOptions // with the defaults
+	opts   TaskOptions            // with the defaults
 
 	mu   sync.Mutex // guards byID and seq
 	byID map[string]*call

@@ -223,10 +223,9 @@ func (e *Engine) park(p *peer, in *inbound, bind domain.RoundBinding, c *call, p
 	if p.origin.lasting() {
 		e.index.requests.add(in.id, c)
 	}
-	params, _ := domain.MarshalJSON(elicitParams{Mode: "form", Message: prompt.form.Message, RequestedSchema: prompt.form.RequestedSchema})
-	b := e.resultHead(make([]byte, 0, 256+len(params)), in, "input_required")
-	b = append(append(b, `"inputRequests":{"`+promptKey+`":{"method":"elicitation/create","params":`...), params...)
-	b = jsonrpc.AppendString(append(b, `}},"requestState":`...), token)
+	b := e.resultHead(make([]byte, 0, 256+len(prompt.form.Message)+len(prompt.form.RequestedSchema)), in, "input_required")
+	b = appendInputRequest(append(b, `"inputRequests":{"`+promptKey+`":`...), prompt.form)
+	b = jsonrpc.AppendString(append(b, `},"requestState":`...), token)
 	return answered(e.resultTail(b, in)), true
 }
 
@@ -240,7 +239,8 @@ type elicitParams struct {
 }
 
 // appendInputRequest appends one input request: an elicitation/create in
-// form mode with the form's message and schema.
+// form mode with the form's message and schema (a round's, a task's: one
+// rendering for both).
 func appendInputRequest(b []byte, f domain.Form) []byte {
 	params, _ := domain.MarshalJSON(elicitParams{Mode: "form", Message: f.Message, RequestedSchema: f.RequestedSchema})
 	return append(append(append(b, `{"method":"elicitation/create","params":`...), params...), '}')

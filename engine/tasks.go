@@ -277,7 +277,7 @@ func (v modernTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) 
 		}
 		b = append(b, '}')
 	case taskCompleted:
-		b = append(s.outcome.appendTo(append(b, `,"result":{`...)), '}')
+		b = append(s.outcome.appendTo(append(b, `,"result":{`...), true), '}') // tasks are 2025-11-25 and later
 	case taskFailed:
 		obj, _ := json.Marshal(s.outcome.rerr) // code, message, data: the JSON-RPC error the call would have answered
 		b = append(append(b, `,"error":`...), obj...)
@@ -396,7 +396,7 @@ func (legacyTaskView) result(e *Engine, ctx context.Context, p *peer, in *inboun
 	case s.outcome.rerr != nil:
 		return answerErr(in.id, s.outcome.rerr)
 	}
-	b := s.outcome.appendTo(e.resultHead(make([]byte, 0, 256+2*s.outcome.size()), in, ""))
+	b := s.outcome.appendTo(e.resultHead(make([]byte, 0, 256+2*s.outcome.size()), in, ""), true) // tasks are 2025-11-25 and later
 	b = append(append(b, `,"_meta":`...), relatedTaskMeta(c.id)...)
 	return answered(e.resultTail(b, in))
 }

@@ -168,8 +168,9 @@ func (r *agentRun) wait(t *testing.T) agentReport {
 type agentReport struct {
 	Calls []struct {
 		Result *struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
+			Content           []struct{ Text string } `json:"content"`
+			IsError           bool                    `json:"isError"`
+			StructuredContent map[string]any          `json:"structuredContent"`
 		} `json:"result"`
 		Error    *string           `json:"error"`
 		Prompts  []json.RawMessage `json:"prompts"`

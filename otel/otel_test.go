@@ -119,8 +119,8 @@ func TestAgentSubmitTrace(t *testing.T) {
 			t.Errorf("span %q in trace %s, want the client's %s", s.Name, got, traceID)
 		}
 		for _, kv := range s.Attributes {
-			if strings.Contains(kv.Value.Emit(), secret) {
-				t.Errorf("span %q: attribute %s holds the prompt, an argument or an answer: %q", s.Name, kv.Key, kv.Value.Emit())
+			if strings.Contains(kv.Value.String(), secret) {
+				t.Errorf("span %q: attribute %s holds the prompt, an argument or an answer: %q", s.Name, kv.Key, kv.Value.String())
 			}
 		}
 		for _, e := range s.Events {
@@ -145,7 +145,7 @@ func TestAgentSubmitTrace(t *testing.T) {
 		}
 		attrs := map[attribute.Key]string{}
 		for _, kv := range s.Attributes {
-			attrs[kv.Key] = kv.Value.Emit()
+			attrs[kv.Key] = kv.Value.String()
 		}
 		for k, v := range want {
 			if attrs[k] != v {

@@ -1,5 +1,12 @@
 package ports
 
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentmcp/agentmcp/domain"
+)
+
 // Submission is one agent_submit's arguments (docs/SPEC.md §2, §9), as
 // the engine has validated them: Prompt is never empty; Conversation and
 // ForkFrom are "" or follow [domain.CheckConversationName]'s rule.
@@ -101,6 +108,54 @@ const (
 // StopReasons is every [StopReason] a report can carry, for the
 // outputSchema's enum.
 var StopReasons = []StopReason{StopMaxSteps, StopPromptUnanswered, StopSuperseded}
+
+// TurnResultSchema is the submission tool's outputSchema for a
+// [ConversationSession] (docs/SPEC.md §2, §9): the JSON Schema of the
+// structuredContent object, "response" (the turn's answer text) merged with
+// the [TurnReport]'s members under their JSON names; "stopped" is absent
+// when the turn finished and otherwise one of [StopReasons]. Every other
+// member is required and no other member appears.
+var TurnResultSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"response":{"type":"string"},` +
+	`"conversation":{"type":"string","minLength":1,"maxLength":64},` +
+	`"turn":{"type":"integer","minimum":1},` +
+	`"changed_files":{"type":"array","items":{"type":"object","properties":{"path":{"type":"string"},"added":{"type":"integer","minimum":0},"removed":{"type":"integer","minimum":0}},"required":["path","added","removed"],"additionalProperties":false}},` +
+	`"tool_calls":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"ok":{"type":"boolean"}},"required":["name","ok"],"additionalProperties":false}},` +
+	`"usage":{"type":"object","properties":{"input_tokens":{"type":"integer","minimum":0},"output_tokens":{"type":"integer","minimum":0}},"required":["input_tokens","output_tokens"],"additionalProperties":false},` +
+	`"stopped":{"type":"string","enum":` + stopReasonsJSON() + `}},` +
+	`"required":["response","conversation","turn","changed_files","tool_calls","usage"],"additionalProperties":false}`)
+
+func stopReasonsJSON() string {
+	q := make([]string, len(StopReasons))
+	for i, r := range StopReasons {
+		q[i] = `"` + string(r) + `"` // the values are plain ASCII words
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+// AppendTurnResult appends the structuredContent object of a turn that
+// answered response and did r (docs/SPEC.md §9): {"response":…} followed
+// by r's members, changed_files and tool_calls as arrays even when empty,
+// so it validates against [TurnResultSchema]; strings as
+// [domain.MarshalJSON] writes them ("<" stays "<").
+func AppendTurnResult(b []byte, response string, r TurnReport) ([]byte, error) {
+	if r.ChangedFiles == nil {
+		r.ChangedFiles = []ChangedFile{}
+	}
+	if r.ToolCalls == nil {
+		r.ToolCalls = []ToolCallReport{}
+	}
+	resp, err := domain.MarshalJSON(response) // no HTML escaping, as the text block and the envelope
+	if err != nil {
+		return b, err
+	}
+	rep, err := domain.MarshalJSON(r)
+	if err != nil {
+		return b, err
+	}
+	b = append(append(append(b, `{"response":`...), resp...), ',')
+	return append(b, rep[1:]...), nil // rep is an object with members: its '{' gives way
+}
 
 // FileChange is one change a tool call made to a file of the session
 // (docs/SPEC.md §9 "Turn changes"), reported through [ReportChange].

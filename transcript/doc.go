@@ -45,6 +45,9 @@
 //	                  message quotes it (see transcript/BUGS.md)
 //	ask-client: on    the carrier serves with its AskClient option on (docs/SPEC.md
 //	                  §6); "off" or no header leaves it off, its default
+//	conversations: on the built-in session keeps named conversations
+//	                  (ports.ConversationSession, docs/SPEC.md §2, §9): each
+//	                  successful turn is reported, numbered per conversation
 //
 // A section starts with a line "-- NAME --". Exactly two sections exist,
 // "client" then "server"; unknown or repeated sections are errors.

@@ -32,6 +32,10 @@ type File struct {
 	// AskClient is the ask-client: header: the carrier serves with asking
 	// the client on (docs/SPEC.md §6). Off by default, like the option.
 	AskClient bool
+	// Conversations is the conversations: header: the built-in session
+	// keeps named conversations (docs/SPEC.md §2, §9), so agent_submit
+	// takes conversation and fork_from and answers structuredContent.
+	Conversations bool
 
 	ClientText string // the client section, verbatim (kept by -update)
 	Steps      []Step
@@ -163,14 +167,15 @@ func Parse(path string, data []byte) (*File, error) {
 			if v := strings.TrimSpace(val); v != strconv.Itoa(FormatVersion) {
 				return nil, errorf(i+1, "format: %q is not a version this runner reads (it reads %d)", v, FormatVersion)
 			}
-		case "ask-client":
-			switch strings.TrimSpace(val) {
-			case "on":
-				f.AskClient = true
-			case "off":
-				f.AskClient = false
-			default:
-				return nil, errorf(i+1, "ask-client: wants on or off, got %q", strings.TrimSpace(val))
+		case "ask-client", "conversations":
+			on := strings.TrimSpace(val)
+			if on != "on" && on != "off" {
+				return nil, errorf(i+1, "%s: wants on or off, got %q", key, on)
+			}
+			if key == "ask-client" {
+				f.AskClient = on == "on"
+			} else {
+				f.Conversations = on == "on"
 			}
 		}
 	}

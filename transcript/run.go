@@ -199,6 +199,7 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 		served = opts.Session(t)
 	} else {
 		s = newSession()
+		s.conversations = f.Conversations
 		defer s.close()
 		served = s
 	}
@@ -251,6 +252,9 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 func sessionDirective(f *File) string {
 	if f.HasCalls {
 		return "#calls"
+	}
+	if f.Conversations {
+		return "the conversations: header"
 	}
 	for _, st := range f.Steps {
 		switch st.Kind {

@@ -24,12 +24,19 @@ type session struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	// conversations (the conversations: on header) makes the session one
+	// that keeps named conversations (ports.ConversationSession): each
+	// successful turn is reported, numbered within its conversation.
+	conversations bool
+	turns         map[string]int // conversation → turns so far; under mu
 }
 
-var _ ports.Session = (*session)(nil)
+var _ ports.ConversationSession = (*session)(nil)
 
 func newSession() *session {
 	s := &session{
+		turns:   make(map[string]int),
 		Session: fake.New(),
 		started: make(map[string]int),
 		ended:   make(map[string]int),
@@ -84,8 +91,27 @@ func (s *session) InvokeTool(ctx context.Context, name string, args json.RawMess
 
 func (s *session) Submit(ctx context.Context, sub ports.Submission, caller ports.Caller) (ports.TurnResult, error) {
 	defer s.bump(s.ended, "submit")
-	return s.Session.Submit(ctx, sub, caller)
+	turn, err := s.Session.Submit(ctx, sub, caller)
+	if err != nil || !s.conversations {
+		return turn, err
+	}
+	name := sub.Conversation
+	if name == "" {
+		name = domain.DefaultConversation
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.turns[name]; !ok && sub.ForkFrom != "" {
+		s.turns[name] = s.turns[sub.ForkFrom] // a fork's turns follow those it copied
+	}
+	s.turns[name]++
+	turn.Report = &ports.TurnReport{Conversation: name, Turn: s.turns[name]}
+	return turn, nil
 }
+
+// Conversations reports whether the transcript's header made the session
+// one that keeps conversations.
+func (s *session) Conversations() bool { return s.conversations }
 
 // releaseOnce releases the fake's slow calls; false when already done.
 func (s *session) releaseOnce() bool {

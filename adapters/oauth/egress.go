@@ -64,7 +64,9 @@ func guardTransport(t *http.Transport, issuerHost string) *http.Transport {
 	// rule could not hold through one.
 	t.Proxy = nil
 	t.OnProxyConnectResponse = nil
+	//lint:ignore SA1019 clearing the deprecated hooks is the point: one set would still dial around the guard
 	t.Dial = nil
+	//lint:ignore SA1019 as above
 	t.DialTLS = nil
 	t.DialTLSContext = nil
 	t.DialContext = guardedDial(issuerHost)

@@ -297,6 +297,7 @@ func (w *searcher) match(line []byte) bool {
 		return w.re.Match(line) // in one piece: keeps regexp's fast paths (literal prefixes, backtracking)
 	}
 	w.long.reset(w.ctx, line, w.s.hooks.lineCheck)
+	//lint:ignore SA1012 a nil context is reset's "no call": the reader keeps none between lines
 	defer w.long.reset(nil, nil, nil)
 	return w.re.MatchReader(&w.long)
 }

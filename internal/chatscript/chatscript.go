@@ -72,6 +72,18 @@ func (r *Request) LastUser() string {
 	return ""
 }
 
+// UserPrompts returns the contents of the request's user messages, oldest
+// first: what the model was shown of the conversation's prompts.
+func (r *Request) UserPrompts() []string {
+	var us []string
+	for _, m := range r.Messages {
+		if m.Role == "user" {
+			us = append(us, m.Content)
+		}
+	}
+	return us
+}
+
 // Call is one tool call a reply makes.
 type Call struct {
 	ID, Name, Arguments string

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +87,12 @@ func (h HTTPHost) Post(ctx context.Context, c *http.Client, token, body string, 
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", name)
 	}
+	// A host at its connection bound closes idle kept-alive connections to
+	// admit newcomers (docs/SPEC.md §8), so a request can meet a connection
+	// the host closed before reading it: net/http replays such a request
+	// on a new connection only when it is marked replayable, as a client
+	// that follows RFC 9112 §9.3.1 does. The key is never read by a host.
+	req.Header.Set("Idempotency-Key", strconv.FormatUint(idempotencyKeys.Add(1), 10))
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -93,6 +101,8 @@ func (h HTTPHost) Post(ctx context.Context, c *http.Client, token, body string, 
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
 }
+
+var idempotencyKeys atomic.Uint64
 
 // HTTPClients are n well-behaved clients, one kept-alive connection each,
 // and what closes their idle connections (a Scenario's Idle).

@@ -9,6 +9,12 @@
 // model endpoint has started answering — and a call with "timeoutMs" has
 // that request timeout (the SDK sends notifications/cancelled when it
 // fires; over HTTP it keeps the original request open either way).
+// A call with "conversation" or "fork_from" passes them as agent_submit's
+// arguments; one with "tamper" ("drop": without structuredContent,
+// "malform": structuredContent without turn) has its result changed before
+// the SDK sees it, so the report shows what the SDK does with a result that
+// breaks the tool's outputSchema ("list" must be true: the SDK validates
+// against the schemas tools/list gave it).
 // A call marked "echoProgress" also prints each progress notification's
 // message on stdout as {"progress": "<message>"}, as it arrives
 // (ts_store_test.go waits for the streamed text there). It checks nothing
@@ -22,7 +28,7 @@
 //    "env": {<variables added to the SDK's default environment>},
 //    or "url": "<serve http's URL>", "tokenFile": "<its --token-file>",
 //    "list": <true: tools/list once connected>,
-//    "calls": [{"prompt": "...", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false,
+//    "calls": [{"prompt": "...", "conversation": "...", "fork_from": "...", "tamper": "drop"|"malform", "answers": [<ElicitResult>, ...], "cancel": false, "echoProgress": false,
 //               "timeoutMs": <request timeout, default 60000>,
 //               "noProgress": <true: no progress handler, so no progressToken>}, ...]}
 //
@@ -85,7 +91,11 @@ async function main() {
       const callReport = { result: null, error: null, prompts: [], progress: [] };
       current = { report: callReport, answers: [...(call.answers ?? [])] };
       const abort = new AbortController();
-      const pending = client.callTool({ name: 'agent_submit', arguments: { prompt: call.prompt } }, CallToolResultSchema, {
+      const args = { prompt: call.prompt };
+      if (call.conversation !== undefined) args.conversation = call.conversation;
+      if (call.fork_from !== undefined) args.fork_from = call.fork_from;
+      transport.rewrite = call.tamper ? (msg) => tamper(msg, call.tamper) : null;
+      const pending = client.callTool({ name: 'agent_submit', arguments: args }, CallToolResultSchema, {
         timeout: call.timeoutMs ?? TIMEOUT_MS,
         signal: abort.signal,
         onprogress: call.noProgress ? undefined : (p) => {
@@ -111,6 +121,14 @@ async function main() {
     await client.close();
   }
   writeReport(reportPath, report, transport);
+}
+
+// tamper changes a tools/call result as the scenario's "tamper" says.
+function tamper(msg, how) {
+  if (msg.result?.structuredContent === undefined) return msg;
+  if (how === 'drop') delete msg.result.structuredContent;
+  if (how === 'malform') delete msg.result.structuredContent.turn;
+  return msg;
 }
 
 await runScenario(main, 'TypeScript SDK agent client');

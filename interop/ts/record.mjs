@@ -14,11 +14,15 @@ export class RecordingTransport {
     this.sent = [];
     this.received = [];
     this.errors = [];
+    // rewrite, when set, changes a received message before the client sees
+    // it (received keeps it as the wire carried it): a test hands the SDK a
+    // result the server never sent, to see the SDK refuse it.
+    this.rewrite = null;
   }
   async start() {
     this.inner.onmessage = (msg, extra) => {
       this.received.push(msg);
-      this.onmessage?.(msg, extra);
+      this.onmessage?.(this.rewrite ? this.rewrite(structuredClone(msg)) : msg, extra);
     };
     this.inner.onerror = (err) => {
       this.errors.push(err);

@@ -55,18 +55,18 @@ import (
 )
 
 type config struct {
-	warmup, duration      time.Duration
-	clients, window       int
-	rounds                int
-	memWarmup, memCount   int64
-	count                 int
-	benchtime             time.Duration
-	pin                   bool
-	serverCPU, loadCPU    string
-	rows                  *regexp.Regexp
-	extra                 bool
-	logDir, out, jsonFile string
-	verbose, smoke        bool
+	warmup, duration    time.Duration
+	clients, window     int
+	rounds              int
+	memWarmup, memCount int64
+	count               int
+	benchtime           time.Duration
+	pin                 bool
+	serverCPU, loadCPU  string
+	rows                *regexp.Regexp
+	extra               bool
+	logDir, out         string
+	verbose, smoke      bool
 }
 
 func main() {

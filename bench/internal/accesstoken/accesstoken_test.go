@@ -36,7 +36,7 @@ func TestMint(t *testing.T) {
 	if tok1 == tok2 {
 		t.Fatal("two tokens are the same string")
 	}
-	jws, err := jose.ParseSigned(tok1, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(tok1, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		t.Fatal(err)
 	}

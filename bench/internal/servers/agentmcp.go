@@ -158,6 +158,22 @@ func serveAgentmcpStdio(ctx context.Context, in io.Reader, out io.Writer) (wait 
 	if err != nil {
 		return nil, nil, err
 	}
+	return serveEngineStdio(ctx, eng, in, out)
+}
+
+// ServeSessionStdio serves session as serveAgentmcpStdio serves the echo
+// session: the agent_submit rows of bench/submit, whose session is the
+// reference agent.
+func ServeSessionStdio(ctx context.Context, session ports.Session, in io.Reader, out io.Writer) (wait func() error, stop func(context.Context) error, err error) {
+	eng, err := engine.New(session, engine.Options{Name: agentmcpName, Version: agentmcpVersion})
+	if err != nil {
+		return nil, nil, err
+	}
+	return serveEngineStdio(ctx, eng, in, out)
+}
+
+// serveEngineStdio serves eng with adapters/stdio on in and out.
+func serveEngineStdio(ctx context.Context, eng *engine.Engine, in io.Reader, out io.Writer) (wait func() error, stop func(context.Context) error, err error) {
 	t, err := agentstdio.New(eng, agentstdio.Options{Stdin: in, Stdout: out})
 	if err != nil {
 		return nil, nil, err
