@@ -183,7 +183,7 @@ func TestStoreRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	c.SQL(t, db, fmt.Sprintf("UPDATE agentmcp.schema_version SET version = 99, min_version = 99, written_by = 'agentmcp 9.9.9'"))
+	c.SQL(t, db, "UPDATE agentmcp.schema_version SET version = 99, min_version = 99, written_by = 'agentmcp 9.9.9'")
 	stopped := pgtest.Start(t)
 	stoppedURL := stopped.URL("postgres")
 	stopped.Stop(t)
