@@ -127,14 +127,16 @@ const (
 
 // commands configures run_command from --allow-commands, --sandbox
 // (--no-sandbox) and --command-network: nil without --allow-commands;
-// otherwise sandboxed as --sandbox says. A sandbox this machine cannot run
-// fails start-up with one line that says what to install or choose.
+// otherwise sandboxed as --sandbox says (the flags' relations are already
+// checked: serveRules and commandFlags.check). A sandbox this machine
+// cannot run fails start-up with one line that says what to install or
+// choose.
 func (f *serveFlags) commands(logger *slog.Logger) (*workspace.Commands, bool) {
 	c := f.cmds
-	kind := c.kind()
 	if !*c.allow {
 		return nil, true
 	}
+	kind := c.kind()
 	sb, err := NewCommandSandbox(SandboxOptions{Kind: kind, Network: *c.network, Hide: f.hidden.list})
 	if err != nil {
 		logger.Error(err.Error())

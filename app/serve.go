@@ -299,16 +299,14 @@ func (s *served) close() {
 // openSession opens the reference workspace session over --root and, with
 // --model, puts the agent (adapters/agent on adapters/openai) in front of
 // it, logging which model and endpoint it uses (never the key). A failure
-// is logged and reported as false.
-func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
-	s, ok := f.openSessionParts(logger, observer)
-	if !ok && f.closeAfter != nil {
-		f.closeAfter.Close()
-	}
-	return s, ok
-}
-
-func (f *serveFlags) openSessionParts(logger *slog.Logger, observer ports.Observer) (*servedSession, bool) {
+// is logged and reported as false; what commands opened for the sandbox
+// (closeAfter) is then released, else the session's Close releases it.
+func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (_ *servedSession, ok bool) {
+	defer func() {
+		if !ok && f.closeAfter != nil {
+			f.closeAfter.Close()
+		}
+	}()
 	var systemPrompt string
 	if *f.systemPromptFile != "" {
 		b, err := readSystemPrompt(*f.systemPromptFile)
