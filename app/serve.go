@@ -75,6 +75,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),
 	}
+	f.store.addLeaseFlag(fs)
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
@@ -83,7 +84,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
-	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
+	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age",
+	"lease"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
 var serveRules = append([]flagRule{
@@ -92,6 +94,7 @@ var serveRules = append([]flagRule{
 	{flags: []string{"no-sandbox"}, excludes: "sandbox", why: "--no-sandbox is --sandbox none: give one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "store", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"lease"}, needs: "store", why: "it is the lease of a PostgreSQL --store's shared tasks and rounds"},
 }, storeRules...)
 
 // storeRules relate the store's flags, of every serve command and of the
@@ -133,6 +136,9 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 	}
 	if msg := f.cmds.check(f.carrier); msg != "" {
 		return inv.usageError("%s", msg), false
+	}
+	if flagWritten(inv.fs, "lease") && !f.store.store.isPostgres() {
+		return inv.usageError("--lease is the lease of a PostgreSQL store's shared tasks and rounds: give --store postgres://…"), false
 	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
@@ -262,14 +268,18 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	if !ok {
 		return nil, false
 	}
-	eng, err := engine.New(s, engine.Options{
+	opts := engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
 		Tasks: f.tasks.options(),
-	})
+	}
+	if s.store != nil && s.store.calls != nil {
+		opts.Calls = s.store.calls // docs/SPEC.md §14 "Replicas"
+	}
+	eng, err := engine.New(s, opts)
 	if err != nil {
 		s.Close()
-		logger.Error("cannot build the engine", "err", err)
+		logger.Error("cannot build the engine: " + err.Error())
 		return nil, false
 	}
 	srv.session, srv.eng = s, eng
@@ -340,7 +350,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 		logger.Error("cannot resolve the workspace root", "err", err)
 		return nil, false
 	}
-	store, err := f.store.open(logger, *f.maxTurns)
+	store, err := f.store.open(logger, *f.maxTurns, root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot open the conversation store: " + err.Error())

@@ -43,6 +43,7 @@ type storeFlags struct {
 	maxPerPrincipal  *int
 	maxStoreBytes    *int64
 	maxAge           *time.Duration
+	lease            *time.Duration // a PostgreSQL store's lease on the calls a replica runs
 }
 
 func addStoreFlags(fs *flag.FlagSet) *storeFlags {
@@ -63,6 +64,18 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 			"(2160h: 90 days)"),
 	}
 }
+
+// addLeaseFlag is --lease, the serve commands' only: how long the tasks
+// and rounds a replica runs outlive it in a PostgreSQL store.
+func (f *storeFlags) addLeaseFlag(fs *flag.FlagSet) {
+	f.lease = durationFlag(fs, "lease", postgres.DefaultLease, minLease, 0, "with a PostgreSQL --store, a replica renews its lease on "+
+		"the tasks and rounds it runs three times per `DURATION` (at least "+minLease.String()+"); once it lapses (the replica died) "+
+		"another replica fails its tasks and ends its rounds")
+}
+
+// minLease is --lease's least: three renewals of it must fit a database's
+// round trips.
+const minLease = 100 * time.Millisecond
 
 func addStateDirFlag(fs *flag.FlagSet) *string {
 	return fs.String("state-dir", "", "keep the agent's conversations in `DIR` (default $XDG_STATE_HOME/agentmcp, "+
@@ -99,6 +112,9 @@ type openedStore struct {
 	ports.ConversationStore
 	close func() error
 	dir   string // the state directory; "" in memory
+	// calls is the store replicas share tasks and rounds in: a PostgreSQL
+	// store's; nil for the others, whose tasks stay in the process.
+	calls ports.CallStore
 }
 
 // open opens the store the flags name (their values and relations already
@@ -110,22 +126,28 @@ type openedStore struct {
 // maxTurns is the most turns the agent runs at once: each holds one of a
 // PostgreSQL store's connections while it runs (its claim on its
 // conversation, [postgres.Store.HoldTurn]), so the pool has that many more
-// than its default.
-func (f *storeFlags) open(logger *slog.Logger, maxTurns int) (*openedStore, error) {
+// than its default. scope is the served workspace's key: a PostgreSQL
+// store keeps the tasks and rounds replicas share under it.
+func (f *storeFlags) open(logger *slog.Logger, maxTurns int, scope string) (*openedStore, error) {
 	if *f.ephemeral {
 		logger.Info("conversations are kept in memory only (--ephemeral)")
 		s := memstore.New(memstore.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
 		return &openedStore{ConversationStore: s, close: func() error { return nil }}, nil
 	}
 	if f.store.isPostgres() {
-		s, err := f.store.openPostgres(postgres.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge,
-			MaxConns: int32(postgres.DefaultMaxConns + maxTurns)})
+		o := postgres.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge,
+			MaxConns: int32(postgres.DefaultMaxConns + maxTurns), Scope: scope}
+		if f.lease != nil {
+			o.Lease = *f.lease
+		}
+		s, err := f.store.openPostgres(o)
 		if err != nil {
 			return nil, err
 		}
-		logger.Info("conversations are kept in "+s.Name(), "maxConversations", *f.maxConversations,
-			"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
-		return &openedStore{ConversationStore: s, close: s.Close}, nil
+		logger.Info("conversations, tasks and rounds are kept in "+s.Name()+", shared with every replica serving this workspace",
+			"maxConversations", *f.maxConversations, "maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes,
+			"maxConversationAge", f.maxAge.String(), "lease", o.Lease.String())
+		return &openedStore{ConversationStore: s, close: s.Close, calls: s}, nil
 	}
 	path, err := f.store.sqlitePath(*f.stateDir)
 	if err != nil {

@@ -67,7 +67,7 @@ func TestServePostgresStore(t *testing.T) {
 		t.Errorf("replica B's turn was sent %q, want replica A's turn before its prompt", sent)
 	}
 	for _, log := range []*syncbuf.Buffer{logA, logB} {
-		if !strings.Contains(log.String(), "conversations are kept in "+url) || strings.Contains(log.String(), c.Password) {
+		if !strings.Contains(log.String(), "tasks and rounds are kept in "+url) || strings.Contains(log.String(), c.Password) {
 			t.Errorf("the log does not name the store, or shows its password:\n%s", log)
 		}
 	}
@@ -192,7 +192,7 @@ func TestStoreRefusals(t *testing.T) {
 	}{
 		{"postgres://agentmcp:hunter22@127.0.0.1:1/db", "holds a password, which a command line shows to every local user"},
 		{stoppedURL, "conversation store " + stoppedURL + ": cannot connect"},
-		{c.URL(db), "which needs an agentmcp that knows schema 99; this one knows 1: upgrade agentmcp"},
+		{c.URL(db), "which needs an agentmcp that knows schema 99; this one knows " + fmt.Sprint(postgres.SchemaVersion) + ": upgrade agentmcp"},
 	} {
 		code, _, stderr := runCLI(t, "serve", "stdio", "--root", t.TempDir(), "--model", "m", "--model-url", "http://127.0.0.1:1/v1", "--no-model-probe", "--store", c.url)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")

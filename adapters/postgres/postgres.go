@@ -72,6 +72,9 @@ import (
 const (
 	MigrationLock int64 = 0x6167656e746d6301
 	WriteLock     int64 = 0x6167656e746d6302
+	// CallLock serialises the writes that count the shared tasks' and
+	// rounds' bounds (calls.go).
+	CallLock int64 = 0x6167656e746d6303
 )
 
 // DefaultTimeout bounds one operation of the store.
@@ -103,14 +106,27 @@ type Options struct {
 
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// Scope is what the shared tasks and rounds are kept under (calls.go):
+	// a served workspace's key, so that servers of other workspaces
+	// sharing the database neither see nor count them.
+	Scope string
+
+	// Lease is how long a replica's claim on the calls it runs lasts
+	// without renewal (default [DefaultLease]); it renews it three times
+	// a lease.
+	Lease time.Duration
 }
 
 // Store is a conversation store in a PostgreSQL database. It is safe for
 // concurrent use, and any number of processes may open the same database.
 type Store struct {
 	pool *pgxpool.Pool
-	name string // the URL without a password, for errors and logs
+	conn *pgx.ConnConfig // the pool's, for the listening connection
+	name string          // the URL without a password, for errors and logs
 	opts Options
+
+	calls calls // the shared tasks and rounds, once joined (calls.go)
 }
 
 var _ ports.ConversationStore = (*Store)(nil)
@@ -147,6 +163,11 @@ var migrations = []migration{
 		changes      jsonb,
 		PRIMARY KEY (conversation, seq)
 	);`},
+	// 2: tasks and rounds shared by replicas (calls.go). Additive: a
+	// binary of schema 1 ignores these tables, so min stays 1 — it keeps
+	// its tasks in its own memory, and only the replicas of schema 2
+	// share theirs.
+	{min: 1, sql: callsSchema},
 }
 
 // SchemaVersion is the schema this package writes and the newest it knows.
@@ -174,6 +195,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
 	if HasPassword(connString) {
 		return nil, ErrPasswordInURL
 	}
@@ -195,6 +219,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		return nil, s.fault("cannot connect", err)
 	}
 	s.pool = pool
+	s.conn = cfg.ConnConfig
 	pingCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	err = pool.Ping(pingCtx)
 	cancel()
@@ -216,8 +241,10 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 // Name is the store's URL without a password.
 func (s *Store) Name() string { return s.name }
 
-// Close closes the store's connections.
+// Close closes the store's connections (a replica that has not left
+// stops listening: its lease lapses).
 func (s *Store) Close() error {
+	s.calls.stop()
 	s.pool.Close()
 	return nil
 }
@@ -332,23 +359,28 @@ func (s *Store) writtenBy() string {
 // fault turns err into one line that names the store, the cause and what
 // to do.
 func (s *Store) fault(doing string, err error) error {
+	return s.faultOf("conversation store", doing, err)
+}
+
+// faultOf is fault for the store as what (its conversations, its tasks).
+func (s *Store) faultOf(what, doing string, err error) error {
 	cause := oneLine(err.Error())
-	what := "check that the server runs and --store names it"
+	todo := "check that the server runs and --store names it"
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000"):
 		cause = "the server refused the login (" + pe.Message + ")"
-		what = "check the user and its password (--store-password-file, PGPASSWORD or PGPASSFILE)"
+		todo = "check the user and its password (--store-password-file, PGPASSWORD or PGPASSFILE)"
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		cause = "the database does not exist (" + pe.Message + ")"
-		what = "create it (createdb), or name another in --store"
+		todo = "create it (createdb), or name another in --store"
 	case errors.As(err, &pe) && pe.Code == "53100":
 		cause = "the database's disk is full"
-		what = "free space on it"
+		todo = "free space on it"
 	case errors.Is(err, context.DeadlineExceeded):
 		cause = fmt.Sprintf("no answer within %v", s.opts.Timeout)
 	}
-	return fmt.Errorf("conversation store %s: %s: %s: %s", s.name, doing, cause, what)
+	return fmt.Errorf("%s %s: %s: %s: %s", what, s.name, doing, cause, todo)
 }
 
 func oneLine(s string) string {
