@@ -82,7 +82,9 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 	run func(ctx context.Context, w io.Writer, s ports.ConversationStore, sel selection) error) *command {
 	return &command{
 		name: name, summary: summary, synopsis: "[flags]", example: example,
-		rules: storeRules,
+		rules: append([]flagRule{{flags: []string{"workspace-id"}, excludes: "root",
+			why: "--workspace-id names the workspace as the servers that used it did (--root finds it by its real path): use one or the other"}},
+			storeRules...),
 		setup: func(flags *flag.FlagSet) runFunc {
 			dirFlag := addStateDirFlag(flags)
 			storeFlag := addStoreLocationFlags(flags)
@@ -91,6 +93,7 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 				rootUsage = "only the conversations of the workspace `DIR` (default: every root)"
 			}
 			rootFlag := flags.String("root", rootDefault, rootUsage)
+			idFlag := addWorkspaceIDFlag(flags, "the workspace `ID` its servers were given with --workspace-id, in place of --root")
 			principalFlag := flags.String("principal", "", "only the conversations of the principal `P` as list shows it "+
 				"(local, or remote: and the start of its hash)")
 			var name conversationName
@@ -102,7 +105,9 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 			}
 			return func(ctx context.Context, inv *invocation) int {
 				sel := selection{principal: *principalFlag, name: string(name), limit: *limit}
-				if *rootFlag != "" {
+				if idFlag.id != "" {
+					sel.root = idFlag.id
+				} else if *rootFlag != "" {
 					r, err := realRoot(*rootFlag)
 					if err != nil {
 						fmt.Fprintf(inv.stderr, "%s: --root: %v\n", inv.path, err)

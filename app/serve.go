@@ -33,6 +33,7 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	store                             *storeFlags // its conversations
+	workspaceID                       *workspaceID
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
@@ -76,6 +77,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		cmds: addCommandFlags(fs),
 	}
 	f.store.addLeaseFlag(fs)
+	f.workspaceID = addWorkspaceIDFlag(fs, "name the workspace `ID` in the conversation store (letters, digits, . _ - : /) instead of "+
+		"the root's real path: give it to replicas that mount one workspace at different paths (needs --model)")
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
@@ -85,7 +88,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
 	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age",
-	"lease"}
+	"lease", "workspace-id"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
 var serveRules = append([]flagRule{
@@ -344,7 +347,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	root, err := realRoot(*f.root)
+	root, err := f.workspaceID.key(*f.root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot resolve the workspace root", "err", err)

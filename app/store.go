@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -95,6 +96,47 @@ func stateDir(flagValue string) (string, error) {
 		return "", fmt.Errorf("no --state-dir, no XDG_STATE_HOME and no home directory: %w", err)
 	}
 	return filepath.Join(home, ".local", "state", "agentmcp"), nil
+}
+
+// workspaceID is --workspace-id: the name of the served workspace in the
+// store — the workspace part of the conversations' key, and the scope of
+// the tasks and rounds replicas share (docs/SPEC.md §9, §14) — in place of
+// the root's real path, so that replicas mounting one workspace at other
+// paths share them. "": the real path.
+type workspaceID struct{ id string }
+
+// workspaceIDPattern is what a workspace id may be: letters, digits and
+// . _ - : /, at most 256 bytes (printable, no space: it is shown by
+// agentmcp conversations list as it is).
+var workspaceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,256}$`)
+
+func addWorkspaceIDFlag(fs *flag.FlagSet, usage string) *workspaceID {
+	w := &workspaceID{}
+	fs.Var(w, "workspace-id", usage)
+	return w
+}
+
+func (w *workspaceID) String() string {
+	if w == nil {
+		return ""
+	}
+	return w.id
+}
+
+func (w *workspaceID) Set(s string) error {
+	if !workspaceIDPattern.MatchString(s) {
+		return errors.New("want 1 to 256 letters, digits and . _ - : / (the same on every replica of the workspace)")
+	}
+	w.id = s
+	return nil
+}
+
+// key is the workspace's key in the store: the id, else root's real path.
+func (w *workspaceID) key(root string) (string, error) {
+	if w != nil && w.id != "" {
+		return w.id, nil
+	}
+	return realRoot(root)
 }
 
 // realRoot is root's real path: the key of its conversations, the same

@@ -202,3 +202,42 @@ func TestStoreRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceID: replicas that mount one workspace at different paths
+// share its conversations when given the same --workspace-id (the key's
+// workspace part), and not without it (each root's real path is its own
+// key); agentmcp conversations finds them by the id.
+func TestWorkspaceID(t *testing.T) {
+	c := pgtest.Start(t)
+	url := c.URL(c.CreateDatabase(t))
+	srv := chatscript.New(t, func(req *chatscript.Request) chatscript.Reply {
+		return chatscript.Reply{Text: "answered " + req.LastUser()}
+	})
+	env := []string{"PGPASSWORD=" + c.Password}
+	rootA, rootB := t.TempDir(), t.TempDir() // the one workspace, mounted at two paths
+	_, submitA, _ := startReplica(t, url, srv.URL, rootA, env, "--workspace-id", "team/agent")
+	_, submitB, _ := startReplica(t, url, srv.URL, rootB, env, "--workspace-id", "team/agent")
+	_, submitC, _ := startReplica(t, url, srv.URL, rootB, env)
+	submitA("one")
+	submitB("two")
+	submitC("three")
+	var sent [][]string
+	for _, r := range srv.Requests() {
+		sent = append(sent, r.UserPrompts())
+	}
+	if len(sent) != 3 || strings.Join(sent[1], ",") != "one,two" || strings.Join(sent[2], ",") != "three" {
+		t.Errorf("the prompts each turn was sent: %q; want B's after A's (one id), C's alone (its root's path)", sent)
+	}
+	t.Setenv("PGPASSWORD", c.Password)
+	code, out, errOut := runCLI(t, "conversations", "list", "--store", url, "--workspace-id", "team/agent")
+	if code != 0 || !strings.Contains(out, "team/agent\tlocal\tdefault\t2 turns") || strings.Count(out, "\n") != 1 {
+		t.Errorf("conversations list --workspace-id: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "conversations", "list", "--workspace-id", "team/agent", "--root", rootA); code != 2 ||
+		!strings.Contains(errOut, "--workspace-id and --root exclude each other") {
+		t.Errorf("--workspace-id with --root: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "serve", "stdio", "--model", "m", "--workspace-id", "a b"); code != 2 || !strings.Contains(errOut, "--workspace-id") {
+		t.Errorf("a workspace id with a space: exit %d, %s", code, errOut)
+	}
+}
