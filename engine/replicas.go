@@ -34,11 +34,12 @@ type message struct {
 	Tasks  bool   `json:"tasks,omitempty"`
 	Cause  string `json:"cause,omitempty"`
 	// A forwarded retry's answer: the call's next prompt, its result (the
-	// CallToolResult's members, or the JSON-RPC error), or the task it
-	// became (its id, creation in Unix ns, TTL in ns).
+	// CallToolResult's members, not a JSON value on their own, or the
+	// JSON-RPC error), or the task it became (its id, creation in Unix ns,
+	// TTL in ns).
 	Message   string          `json:"message,omitempty"`
 	Schema    json.RawMessage `json:"schema,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
+	Result    []byte          `json:"result,omitempty"`
 	ToolError bool            `json:"toolError,omitempty"`
 	Error     json.RawMessage `json:"error,omitempty"`
 	Created   int64           `json:"created,omitempty"`
@@ -71,17 +72,28 @@ func (n *sharedNames) self() string {
 
 // send sends m to replica, with this replica as its sender.
 func (n *sharedNames) send(ctx context.Context, replica string, m message) error {
-	m.From = n.self()
-	b, err := json.Marshal(m)
+	b, err := n.encode(m)
 	if err != nil {
 		return err
 	}
 	return n.store.Send(ctx, replica, b)
 }
 
+// encode is m as it travels, from this replica.
+func (n *sharedNames) encode(m message) ([]byte, error) {
+	m.From = n.self()
+	return json.Marshal(m)
+}
+
 // sendLater sends m through the writer: for a sender that does not wait.
+// A message that cannot be encoded is a bug, logged, never retried.
 func (n *sharedNames) sendLater(replica string, m message) {
-	n.w.add(writeJob{do: func(ctx context.Context) error { return n.send(ctx, replica, m) }})
+	b, err := n.encode(m)
+	if err != nil {
+		n.e.logger.Error("engine: a message to another replica cannot be encoded; dropped", "kind", m.Kind, "err", err)
+		return
+	}
+	n.w.add(writeJob{do: func(ctx context.Context) error { return n.store.Send(ctx, replica, b) }})
 }
 
 // onMessage serves a message another replica sent (ports.CallEvents): it

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmcp/agentmcp/ports"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Shared tasks and rounds: the [ports.CallStore] of replicas
@@ -139,14 +140,25 @@ func (s *Store) inboxChannel(id string) string { return "agentmcp_i_" + id }
 func (s *Store) callTx(ctx context.Context, lock bool, doing string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil && deadConn(err) && ctx.Err() == nil {
+		// A pooled connection the server ended (a restart) fails at BEGIN,
+		// before anything of fn was sent: once more, on a new one.
+		tx, err = s.pool.Begin(ctx)
+	}
+	if err == nil {
 		if lock {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, CallLock); err != nil {
-				return err
-			}
+			_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, CallLock)
 		}
-		return fn(ctx, tx)
-	})
+		if err == nil {
+			err = fn(ctx, tx)
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		} else {
+			_ = tx.Rollback(ctx)
+		}
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -154,6 +166,16 @@ func (s *Store) callTx(ctx context.Context, lock bool, doing string, fn func(ctx
 		return err
 	}
 	return s.faultOf("task store", doing, err)
+}
+
+// deadConn reports whether err says the connection was dead before
+// anything was sent on it: safe to try again on another.
+func deadConn(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") // admin_shutdown, crash_shutdown, cannot_connect_now
+	}
+	return pgconn.SafeToRetry(err)
 }
 
 // Join registers the replica (a fresh id, its lease from now) and starts

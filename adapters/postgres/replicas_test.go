@@ -15,9 +15,12 @@ import (
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
 	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/internal/leakcheck"
 	"github.com/agentmcp/agentmcp/internal/pgtest"
 	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Replicas sharing tasks and rounds (docs/SPEC.md §14 "Replicas"): two
@@ -319,6 +322,13 @@ func TestReplicasShareRounds(t *testing.T) {
 			t.Errorf("a used token: %v, want -32602", m)
 		}
 	}
+	// A retry on B whose call then returns answers the call's result.
+	w := res(t, a.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{}`, "write"))
+	denied := res(t, b.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{},"requestState":"`+w["requestState"].(string)+
+		`","inputResponses":{"prompt":{"action":"accept","content":{"decision":"deny"}}}`, "write"))
+	if denied["resultType"] != "complete" || denied["isError"] != true || !strings.Contains(text(t, denied), "Permission denied") {
+		t.Errorf("a denied retry on B = %v, want A's call's result", denied)
+	}
 	done := res(t, call(a, `,"requestState":"`+t2+`"`+answer("blue")))
 	if done["resultType"] != "complete" {
 		t.Fatalf("the last retry on A = %v", done)
@@ -436,5 +446,103 @@ func TestRoundRetriedElsewhereBecomesATask(t *testing.T) {
 	g = res(t, b.task(alice, "tasks/get", id, ""))
 	if got := text(t, g["result"]); !strings.Contains(got, `"name":"Ada"`) || !strings.Contains(got, `"color":"blue"`) || !strings.Contains(got, `"task":true`) {
 		t.Errorf("the task's result on B: %s", got)
+	}
+}
+
+// TestTasksAcrossARestart: PostgreSQL restarted while a task waits on its
+// input: the store stays consistent, the replicas serve again once it is
+// back — B reads the task, answers it, A's call gets the answer (its
+// listener reconnected) and completes, and new tasks are created.
+func TestTasksAcrossARestart(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	a, b := newReplica(t, c, db, 0), newReplica(t, c, db, 0)
+	id := a.submit(alice, "background")
+	a.store.waitSaved(t, id, "input_required")
+	c.Restart(t)
+	// A request may meet a connection the restart broke: -32603, then
+	// the next one is served.
+	var g map[string]any
+	for range 3 {
+		if g = b.task(alice, "tasks/get", id, ""); errCode(g) == 0 {
+			break
+		}
+		if errCode(g) != -32603 {
+			t.Fatalf("tasks/get after the restart = %v, want the task or -32603", g)
+		}
+	}
+	if res(t, g)["status"] != "input_required" {
+		t.Fatalf("tasks/get on B after the restart = %v", g)
+	}
+	b.task(alice, "tasks/update", id, `,"inputResponses":{"input-1":{"action":"accept","content":{"decision":"allow_once"}}}`)
+	a.store.waitSaved(t, id, "completed")
+	if g := res(t, b.task(alice, "tasks/get", id, "")); g["status"] != "completed" || text(t, g["result"]) != "the background agent was allowed" {
+		t.Errorf("after the restart the task on B = %v", g)
+	}
+	next := b.submit(alice, "hello")
+	b.store.waitSaved(t, next, "completed")
+	if g := res(t, a.task(alice, "tasks/get", next, "")); g["status"] != "completed" {
+		t.Errorf("a task created after the restart, read on A = %v", g)
+	}
+}
+
+// TestSlowCallStore: a database that does not answer (another session
+// holds the lock the bounds are counted under, and the tasks table) fails
+// each request that needs it within the store's timeout — a task creation
+// as the tool error, tasks/get as -32603 — leaves no goroutine behind, and
+// the replica serves again once it answers; a plain call is served
+// meanwhile.
+func TestSlowCallStore(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	s := watch(openT(t, c, db, Options{Scope: "/srv/work", Timeout: 300 * time.Millisecond}))
+	sess := fake.New()
+	eng, err := engine.New(sess, engine.Options{AskClient: true, Calls: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &replica{t: t, store: s, eng: eng, session: sess}
+	defer eng.Shutdown(context.Background())
+	id := a.submit(alice, "hello")
+	s.waitSaved(t, id, "completed")
+
+	ctx := t.Context()
+	hold, err := pgx.Connect(ctx, c.URL(db)+"&password="+c.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close(context.Background())
+	tx, err := hold.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, CallLock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE agentmcp.tasks IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	base := leakcheck.Snapshot()
+	for range 5 {
+		r := res(t, a.modern(alice, "tools/call", caps2026, `"name":"agent_submit","arguments":{"prompt":"x"}`, "agent_submit"))
+		if r["isError"] != true || !strings.Contains(text(t, r), "the task store cannot be reached") {
+			t.Fatalf("a task creation on a database that does not answer = %v", r)
+		}
+		if m := a.task(alice, "tasks/get", id, ""); errCode(m) != -32603 {
+			t.Fatalf("tasks/get on a database that does not answer = %v", m)
+		}
+		if r := res(t, a.modern(alice, "tools/call", `{}`, `"name":"echo","arguments":{"text":"x"}`, "echo")); r["isError"] != false {
+			t.Fatalf("a plain call meanwhile = %v", r)
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base.Verify(t)
+	if g := res(t, a.task(alice, "tasks/get", id, "")); g["status"] != "completed" {
+		t.Errorf("tasks/get once the database answers = %v", g)
+	}
+	if next := a.submit(alice, "again"); next == "" {
+		t.Error("no task once the database answers")
 	}
 }
