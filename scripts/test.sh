@@ -34,7 +34,11 @@
 #      and the tasks extension's scenarios, against the loopback host
 #      (conformance/run.sh installs Node 22 and the suite from npm itself);
 #   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
-#      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
+#      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh);
+#   9. the end-to-end test of replicas: two serve remote replicas on one
+#      PostgreSQL (internal/pgtest's) behind nginx round-robin, a session
+#      whose every request lands on the other replica, then kill -9 of one
+#      mid-task (e2e/replicas.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
 # the metrics test, curl and socat for the docs test, postgresql for the
@@ -180,4 +184,5 @@ run_step "go vet, go test -race ./... (examples/mysession module)" bash -c 'cd "
 run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
 run_step "official MCP conformance suite, both legs and the tasks scenarios" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"
+run_step "end to end: two replicas on one PostgreSQL behind nginx, kill -9 of one" bash "$repo/e2e/replicas.sh"
 echo "all tests passed"

@@ -121,6 +121,7 @@ var Rules = []Rule{
 	{"internal/enginetest", append([]string{"engine", "internal/fake", logs}, core...), "test support: the engine a carrier's test serves, shut down when the test ends with its call index checked empty"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
 	{"internal/pgtest", nil, "a real PostgreSQL cluster for tests (Debian's server binaries, a temporary directory, a free 127.0.0.1 port): the standard library only"},
+	{"internal/e2eparts", []string{"internal/pgtest", "internal/chatscript"}, "the end-to-end test's PostgreSQL and scripted model as a command (e2e/replicas.sh): the two test harnesses, the standard library"},
 	{"internal/waitfor", nil, "a bounded wait on a channel for tests: the standard library only"},
 	{logs, nil, "the logging default: the standard library only"},
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},

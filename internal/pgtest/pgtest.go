@@ -102,19 +102,34 @@ func version(binDir string) int {
 // not installed.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	bin := Bin()
-	if bin == "" {
+	if Bin() == "" {
 		msg := "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): apt-get install --no-install-recommends postgresql, or run scripts/test.sh as root"
 		if os.Getenv(RequireVariable) != "" {
 			t.Fatal(msg + " (" + RequireVariable + " is set)")
 		}
 		t.Skip(msg)
 	}
+	c, err := Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Run creates and starts a cluster outside a test (the end-to-end test's
+// own PostgreSQL, internal/e2eparts); [Cluster.Close] stops and removes
+// it. It fails when PostgreSQL is not installed.
+func Run() (*Cluster, error) {
+	bin := Bin()
+	if bin == "" {
+		return nil, errors.New("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb)")
+	}
 	c := &Cluster{bin: bin}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Fatalf("running as root, the cluster runs as the postgres user, and there is none: %v", err)
+			return nil, fmt.Errorf("running as root, the cluster runs as the postgres user, and there is none: %v", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
@@ -131,40 +146,50 @@ func Start(t testing.TB) *Cluster {
 	}
 	dir, err := os.MkdirTemp(parent, "pgtest-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c.dir = dir
-	t.Cleanup(func() {
-		c.Stop(t)
-		os.RemoveAll(dir)
-	})
-	c.data = filepath.Join(dir, "data")
-	c.SocketDir = filepath.Join(dir, "socket")
+	if err := c.create(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// create makes the cluster in c.dir and starts its server.
+func (c *Cluster) create() error {
+	c.data = filepath.Join(c.dir, "data")
+	c.SocketDir = filepath.Join(c.dir, "socket")
 	if err := os.Mkdir(c.SocketDir, 0o700); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var b [16]byte
 	rand.Read(b[:])
 	c.Password = hex.EncodeToString(b[:])
-	pwfile := filepath.Join(dir, "pwfile")
+	pwfile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwfile, []byte(c.Password+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if c.cred != nil {
-		for _, p := range []string{dir, c.SocketDir, pwfile} {
+		for _, p := range []string{c.dir, c.SocketDir, pwfile} {
 			if err := os.Chown(p, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
 	}
-	initdb := c.command(filepath.Join(bin, "initdb"), "-D", c.data, "-U", User, "--pwfile", pwfile,
+	initdb := c.command(filepath.Join(c.bin, "initdb"), "-D", c.data, "-U", User, "--pwfile", pwfile,
 		"--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync")
 	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
+		return fmt.Errorf("initdb: %v\n%s", err, out)
 	}
 	os.Remove(pwfile)
-	c.startServer(t)
-	return c
+	return c.startServer()
+}
+
+// Close stops the server and removes the cluster.
+func (c *Cluster) Close() {
+	c.stop()
+	os.RemoveAll(c.dir)
 }
 
 // command is name with args, run as the cluster's user.
@@ -181,20 +206,22 @@ func (c *Cluster) command(name string, args ...string) *exec.Cmd {
 // startServer starts postgres on a free port and waits for its log to say
 // it accepts connections. A port taken between choosing and binding (by
 // another test) is chosen again.
-func (c *Cluster) startServer(t testing.TB) {
-	t.Helper()
+func (c *Cluster) startServer() error {
 	for attempt := 0; ; attempt++ {
 		port := c.Port
 		if port == 0 || attempt > 0 {
-			port = freePort(t)
+			var err error
+			if port, err = freePort(); err != nil {
+				return err
+			}
 		}
 		err := c.run(port)
 		if err == nil {
 			c.Port = port
-			return
+			return nil
 		}
 		if !errors.Is(err, errPortTaken) || attempt >= 5 {
-			t.Fatalf("postgres: %v\n%s", err, c.Log())
+			return fmt.Errorf("postgres: %v\n%s", err, c.Log())
 		}
 	}
 }
@@ -257,17 +284,16 @@ func (c *Cluster) run(port int) error {
 	return nil
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if port != 5432 {
-			return port
+			return port, nil
 		}
 	}
 }
@@ -281,7 +307,9 @@ func (c *Cluster) Log() string {
 
 // Stop stops the server (a fast shutdown: open sessions are ended) and
 // waits for it to exit; a stopped server stays stopped.
-func (c *Cluster) Stop(t testing.TB) {
+func (c *Cluster) Stop(testing.TB) { c.stop() }
+
+func (c *Cluster) stop() {
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	c.cmd = nil
@@ -319,23 +347,40 @@ func (c *Cluster) URL(db string) string {
 // CreateDatabase creates a new, empty database and returns its name.
 func (c *Cluster) CreateDatabase(t testing.TB) string {
 	t.Helper()
+	name, err := c.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// NewDatabase is CreateDatabase outside a test.
+func (c *Cluster) NewDatabase() (string, error) {
 	c.mu.Lock()
 	c.dbCount++
 	name := fmt.Sprintf("test_%d", c.dbCount)
 	c.mu.Unlock()
-	c.SQL(t, "postgres", "CREATE DATABASE "+name)
-	return name
+	_, err := c.sql("postgres", "CREATE DATABASE "+name)
+	return name, err
 }
 
 // SQL runs statements in database db with psql over the socket, as the
 // superuser, and returns what psql printed (unaligned, tuples only).
 func (c *Cluster) SQL(t testing.TB, db, statements string) string {
 	t.Helper()
+	out, err := c.sql(db, statements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (c *Cluster) sql(db, statements string) (string, error) {
 	cmd := c.command(filepath.Join(c.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
 		"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", User, "-d", db, "-c", statements)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("psql %q: %v\n%s", statements, err, out)
+		return "", fmt.Errorf("psql %q: %v\n%s", statements, err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
