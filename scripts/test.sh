@@ -31,7 +31,8 @@
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
 #   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs
-#      and the tasks extension's scenarios, against the loopback host
+#      and the tasks extension's scenarios, against the loopback host, then
+#      again against two loopback replicas sharing one PostgreSQL
 #      (conformance/run.sh installs Node 22 and the suite from npm itself);
 #   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh);
@@ -163,7 +164,7 @@ modules=(. interop otel examples/mysession bench)
 # go test's result cache cannot see, so a cached pass could hide a change.
 conformance() {
 	bash "$repo/conformance/run.sh"
-	grep -E '^conformance ([0-9-]+|tasks): .* unexpected$' "$steps_log" | tail -n 3 >&3
+	grep -E '^conformance ([0-9-]+|tasks)( replicas)?: .* unexpected$' "$steps_log" | tail -n 6 >&3
 }
 
 steps_begin "${AGENTMCP_TEST_LOG:-}"
