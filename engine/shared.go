@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -278,13 +279,13 @@ func (n *sharedNames) addTask(ctx context.Context, c *call) (string, bool) {
 	return "", true
 }
 
-// found is the call tasks/* act on for a stored task: the one running here
-// while the store says it runs (its state is the freshest), else a view
-// of the record (it runs elsewhere, or the store's terminal status wins).
-func (n *sharedNames) found(rec ports.TaskRecord, o owner) *call {
-	n.mu.Lock()
-	c := n.live[rec.ID]
-	n.mu.Unlock()
+// found is the call tasks/* act on for a stored task: live, the call
+// running here as it was before rec was read, while rec says it runs (its
+// state is the freshest), else a view of the record (it runs elsewhere, or
+// the store's terminal status wins). live is taken before the read: a call
+// whose last record lands meanwhile leaves live, and rec read before that
+// write would show it running still.
+func (n *sharedNames) found(rec ports.TaskRecord, o owner, c *call) *call {
 	if c != nil && !terminal(rec.Status) {
 		if c.snapshot().unnamed {
 			return nil
@@ -320,24 +321,34 @@ func (n *sharedNames) task(ctx context.Context, id string, o owner) (*call, erro
 	if o.conn != 0 {
 		return n.local.task(ctx, id, o)
 	}
+	live := n.liveTask(id)
 	rec, ok, err := n.store.Task(ctx, id, digestOf(o.key()))
 	if err != nil || !ok {
 		return nil, err
 	}
-	return n.found(rec, o), nil
+	return n.found(rec, o, live), nil
+}
+
+func (n *sharedNames) liveTask(id string) *call {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.live[id]
 }
 
 func (n *sharedNames) tasks(ctx context.Context, o owner) ([]*call, error) {
 	if o.conn != 0 {
 		return n.local.tasks(ctx, o)
 	}
+	n.mu.Lock()
+	live := maps.Clone(n.live)
+	n.mu.Unlock()
 	recs, err := n.store.Tasks(ctx, digestOf(o.key()))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*call, 0, len(recs))
 	for _, rec := range recs {
-		if c := n.found(rec, o); c != nil {
+		if c := n.found(rec, o, live[rec.ID]); c != nil {
 			out = append(out, c)
 		}
 	}
@@ -436,6 +447,7 @@ func (n *sharedNames) settled(ctx context.Context, c *call) (*call, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		live := n.liveTask(c.id)
 		rec, ok, err := n.store.Task(ctx, c.id, digestOf(c.owner.key()))
 		switch {
 		case err != nil:
@@ -443,7 +455,7 @@ func (n *sharedNames) settled(ctx context.Context, c *call) (*call, error) {
 		case !ok:
 			return nil, nil
 		}
-		if next := n.found(rec, c.owner); next == nil {
+		if next := n.found(rec, c.owner, live); next == nil {
 			return nil, nil
 		} else if next.elsewhere == "" {
 			return n.local.settled(ctx, next) // it turns out to run here

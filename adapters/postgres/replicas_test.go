@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ type watched struct {
 	*Store
 	ops   atomic.Int64
 	saved chan ports.TaskRecord
+	// afterRead, when set, runs after each Task read, with its record.
+	afterRead atomic.Pointer[func(ports.TaskRecord)]
 }
 
 func watch(s *Store) *watched { return &watched{Store: s, saved: make(chan ports.TaskRecord, 1024)} }
@@ -59,7 +62,11 @@ func (w *watched) SaveTask(ctx context.Context, t ports.TaskRecord, b ports.Task
 }
 func (w *watched) Task(ctx context.Context, id, owner string) (ports.TaskRecord, bool, error) {
 	w.ops.Add(1)
-	return w.Store.Task(ctx, id, owner)
+	t, ok, err := w.Store.Task(ctx, id, owner)
+	if f := w.afterRead.Load(); f != nil && ok {
+		(*f)(t)
+	}
+	return t, ok, err
 }
 func (w *watched) Tasks(ctx context.Context, owner string) ([]ports.TaskRecord, error) {
 	w.ops.Add(1)
@@ -544,5 +551,41 @@ func TestSlowCallStore(t *testing.T) {
 	}
 	if next := a.submit(alice, "again"); next == "" {
 		t.Error("no task once the database answers")
+	}
+}
+
+// TestReadAcrossTheLastWrite: a tasks/get on the replica running the task
+// that reads the record just before the call's last record lands (and the
+// call leaves the replica's live calls) answers the call's end, never the
+// stale record's "working" (bench/store's tasks/get row found it: a read
+// in every few thousand went back to working).
+func TestReadAcrossTheLastWrite(t *testing.T) {
+	c := pgtest.Start(t)
+	a := newReplica(t, c, c.CreateDatabase(t), 0)
+	id := a.submit(alice, "slow")
+	waitfor.Value(t, a.session.Started(), 30*time.Second, "the slow turn")
+	read, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func(r ports.TaskRecord) {
+		once.Do(func() {
+			close(read) // the record read says working
+			<-resume
+		})
+	}
+	a.store.afterRead.Store(&hook)
+	got := make(chan map[string]any, 1)
+	go func() { got <- a.task(alice, "tasks/get", id, "") }()
+	waitfor.Value(t, read, 30*time.Second, "the read")
+	a.session.Release()
+	a.store.waitSaved(t, id, "completed")
+	for deadline := time.Now().Add(30 * time.Second); a.eng.Stats().Tasks != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the completed task stays among the replica's live calls")
+		}
+		runtime.Gosched() // the call leaves live calls right after its last write returns
+	}
+	close(resume)
+	if g := res(t, waitfor.Value(t, got, 30*time.Second, "tasks/get")); g["status"] != "completed" {
+		t.Errorf("tasks/get across the last write = %v, want completed", g)
 	}
 }
