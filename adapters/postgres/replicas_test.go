@@ -589,3 +589,37 @@ func TestReadAcrossTheLastWrite(t *testing.T) {
 		t.Errorf("tasks/get across the last write = %v, want completed", g)
 	}
 }
+
+// TestRoundEvictedElsewhere: a principal's parked rounds are bounded over
+// the replicas: its fifth round, parked on B, evicts its oldest, parked on
+// A — A's call ends (its prompt settles closed: the write is denied) and
+// the evicted token resumes nothing on either replica.
+func TestRoundEvictedElsewhere(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	a, b := newReplica(t, c, db, 0), newReplica(t, c, db, 0)
+	park := func(r *replica, n int) string {
+		m := res(t, r.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{"n":`+strconv.Itoa(n)+`}`, "write"))
+		s, _ := m["requestState"].(string)
+		if s == "" {
+			t.Fatalf("round %d: %v", n, m)
+		}
+		return s
+	}
+	first := park(a, 1)
+	for n := 2; n <= 4; n++ {
+		park(a, n)
+	}
+	if got := a.eng.Stats().ParkedRounds; got != 4 {
+		t.Fatalf("A holds %d parked rounds, want 4", got)
+	}
+	park(b, 5)
+	waitfor.Value(t, a.session.Ended(), 30*time.Second, "the evicted round's call on A ending")
+	for _, r := range []*replica{a, b} {
+		m := r.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{"n":1},"requestState":"`+first+
+			`","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}}`, "write")
+		if errCode(m) != -32602 {
+			t.Errorf("the evicted round's retry = %v, want -32602", m)
+		}
+	}
+}
