@@ -13,6 +13,7 @@
 // 127.0.0.1 where nginx listens, --dns-result-order=ipv4first. Prints one
 // line per check and exits 1 at the first failure.
 import { appendFileSync, writeFileSync } from 'node:fs';
+import { check, checks } from './check.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -30,15 +31,6 @@ const challenge = {
 };
 writeFileSync(tokensFile, '');
 
-let step = 0;
-function check(ok, what, detail = '') {
-  step++;
-  if (!ok) {
-    console.error(`FAIL ${step}. ${what}${detail ? `: ${detail}` : ''}`);
-    process.exit(1);
-  }
-  console.log(`ok ${step}. ${what}`);
-}
 
 // token asks the issuer's token endpoint for an access token.
 async function token({ aud = publicURL, scope = 'mcp:tools other', sub, clientId, expired } = {}) {
@@ -188,4 +180,4 @@ refusal(await post(await token({ sub: 'mallory', clientId: 'other-client' })), 4
   });
   check(resp.status === 403 && (await resp.text()) === '', `Host ${backend} (the listener) refused: 403`, `${resp.status}`);
 }
-console.log(`all ${step} checks passed`);
+console.log(`all ${checks()} checks passed`);

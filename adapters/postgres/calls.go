@@ -638,25 +638,35 @@ func (s *Store) boundResults(ctx context.Context, tx pgx.Tx, t ports.TaskRecord,
 	return nil
 }
 
+// findTask reads owner's task id in tx (forUpdate: locked for the rest of
+// tx); found is false when there is none or it is kept past its TTL.
+func (s *Store) findTask(ctx context.Context, tx pgx.Tx, id, owner string, forUpdate bool) (t ports.TaskRecord, found bool, err error) {
+	q := `SELECT ` + taskColumns + ` FROM agentmcp.tasks WHERE scope = $1 AND id = $2 AND owner = $3`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.Query(ctx, q, s.opts.Scope, id, owner)
+	if err != nil {
+		return t, false, err
+	}
+	t, err = pgx.CollectExactlyOneRow(rows, scanTask)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, err
+	}
+	return t, !expired(t, s.opts.Now()), nil
+}
+
 // Task is owner's task id, unless it is kept past its TTL.
 func (s *Store) Task(ctx context.Context, id, owner string) (ports.TaskRecord, bool, error) {
 	var t ports.TaskRecord
 	var found bool
 	err := s.callTx(ctx, false, "cannot read a task", func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM agentmcp.tasks WHERE scope = $1 AND id = $2 AND owner = $3`,
-			s.opts.Scope, id, owner)
-		if err != nil {
-			return err
-		}
-		t, err = pgx.CollectExactlyOneRow(rows, scanTask)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = !expired(t, s.opts.Now())
-		return nil
+		var err error
+		t, found, err = s.findTask(ctx, tx, id, owner, false)
+		return err
 	})
 	if err != nil || !found {
 		return ports.TaskRecord{}, false, err
@@ -692,20 +702,9 @@ func (s *Store) CancelTask(ctx context.Context, id, owner string, at time.Time) 
 	var t ports.TaskRecord
 	var changed, found bool
 	err := s.callTx(ctx, false, "cannot cancel a task", func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+taskColumns+` FROM agentmcp.tasks WHERE scope = $1 AND id = $2 AND owner = $3 FOR UPDATE`,
-			s.opts.Scope, id, owner)
-		if err != nil {
+		var err error
+		if t, found, err = s.findTask(ctx, tx, id, owner, true); err != nil || !found || terminal(t.Status) {
 			return err
-		}
-		t, err = pgx.CollectExactlyOneRow(rows, scanTask)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if found = !expired(t, s.opts.Now()); !found || terminal(t.Status) {
-			return nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE agentmcp.tasks SET status = 'cancelled', updated = $3, ended = $3, inputs = NULL
 			WHERE scope = $1 AND id = $2`, s.opts.Scope, id, at.UnixNano()); err != nil {
