@@ -1,10 +1,22 @@
 # shellcheck shell=bash
-# What e2e/run.sh and e2e/replicas.sh share: the npm packages (Node 22,
-# oauth2-mock-server, the TypeScript SDK), the work directory and its
-# cleanup, the wait for a process's first line, the test CA and
-# certificates, the issuer, and nginx around a deployment's server block.
-# Source it after scripts/lib.sh, with here (e2e/), repo, t0 and lib_name
-# set; e2e_logs names the logs a failure prints.
+# What e2e/run.sh and e2e/replicas.sh share: scripts/lib.sh and Go on
+# PATH, step, the npm packages (Node 22, oauth2-mock-server, the
+# TypeScript SDK), the work directory and its cleanup, the wait for a
+# process's first line, the test CA and certificates, the issuer, and
+# nginx around a deployment's server block. Source it first, with here
+# (e2e/) and lib_name set; e2e_logs names the logs a failure prints.
+
+repo="$(dirname "$here")"
+t0=$SECONDS
+step() { printf '\n==> [%3ds] %s\n' "$((SECONDS - t0))" "$*"; }
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
+if [[ -z "$(go env GOFLAGS)" ]]; then
+	export GOFLAGS=-buildvcs=false # a clean clone may have no usable VCS data
+fi
 
 # e2e_packages installs e2e/'s npm packages when package-lock.json changed
 # since the last install, and sets node22.

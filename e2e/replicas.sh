@@ -33,18 +33,9 @@ set -euo pipefail
 exec </dev/null
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(dirname "$here")"
-t0=$SECONDS
-step() { printf '\n==> [%3ds] %s\n' "$((SECONDS - t0))" "$*"; }
 lib_name="e2e/replicas.sh"
-# shellcheck source=scripts/lib.sh
-source "$repo/scripts/lib.sh"
-
-export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
-command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
-if [[ -z "$(go env GOFLAGS)" ]]; then
-	export GOFLAGS=-buildvcs=false
-fi
+# shellcheck source=e2e/lib.sh
+source "$here/lib.sh"
 
 step "tools: npm, openssl, curl, nginx, postgresql"
 need_cmd npm npm
@@ -54,8 +45,6 @@ need_cmd nginx nginx
 need_postgres
 nginx -v 2>&1
 
-# shellcheck source=e2e/lib.sh
-source "$here/lib.sh"
 e2e_logs=(a.err b.err issuer.err model.err postgres.err nginx/logs/error.log nginx/logs/access.log)
 
 step "npm packages (Node 22, oauth2-mock-server)"

@@ -34,18 +34,9 @@ set -euo pipefail
 exec </dev/null
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(dirname "$here")"
-t0=$SECONDS
-step() { printf '\n==> [%3ds] %s\n' "$((SECONDS - t0))" "$*"; }
 lib_name="e2e/run.sh"
-# shellcheck source=scripts/lib.sh
-source "$repo/scripts/lib.sh"
-
-export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
-command -v go >/dev/null || die "go not found in PATH or /usr/local/go/bin (Go 1.26 or later)"
-if [[ -z "$(go env GOFLAGS)" ]]; then
-	export GOFLAGS=-buildvcs=false # a clean clone may have no usable VCS data
-fi
+# shellcheck source=e2e/lib.sh
+source "$here/lib.sh"
 
 step "tools: npm, openssl, curl, nginx, socat"
 need_cmd npm npm
@@ -56,8 +47,6 @@ need_cmd socat socat
 nginx -v 2>&1
 echo "$(openssl version); $(curl --version | head -n1); $(socat -V 2>/dev/null | grep -m1 'socat version' || echo socat)"
 
-# shellcheck source=e2e/lib.sh
-source "$here/lib.sh"
 e2e_logs=(agentmcp.err issuer.err nginx/logs/error.log)
 
 step "npm packages (Node 22, oauth2-mock-server, @modelcontextprotocol/sdk)"
