@@ -246,6 +246,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--store-password-file", "/tmp/pw"}, `agentmcp serve stdio: --store-password-file needs --store: it is the password of --store's PostgreSQL database`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--store", "mysql://db"}, `agentmcp serve stdio: invalid value "mysql://db" for --store: want sqlite:PATH or postgres://USER@HOST:PORT/DB`, stdio},
 		{[]string{"serve", "stdio", "--store", "sqlite:/tmp/x.db"}, `agentmcp serve stdio: --store needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		// Replicas (docs/SPEC.md §14 "Replicas").
+		{[]string{"serve", "stdio", "--model", "m", "--lease", "1s"}, `agentmcp serve stdio: --lease needs --store: it is the lease of a PostgreSQL --store's shared tasks and rounds`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "sqlite:/tmp/x.db", "--lease", "1s"}, `agentmcp serve stdio: --lease is the lease of a PostgreSQL store's shared tasks and rounds: give --store postgres://…`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "postgres://u@127.0.0.1:1/db", "--lease", "10ms"}, `agentmcp serve stdio: invalid value "10ms" for --lease: must be at least 100ms`, stdio},
+		{[]string{"serve", "stdio", "--lease", "1s"}, `agentmcp serve stdio: --lease needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--workspace-id", "team"}, `agentmcp serve stdio: --workspace-id needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--workspace-id", "a b"}, `agentmcp serve stdio: invalid value "a b" for --workspace-id: want 1 to 256 letters, digits and . _ - : / (the same on every replica of the workspace)`, stdio},
 		{[]string{"conversations", "list", "--store", "sqlite:/tmp/x.db", "--state-dir", "/tmp/x"}, `agentmcp conversations list: --store and --state-dir exclude each other: --store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other`, "agentmcp conversations list [flags]"},
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--history-bytes", "100"}, `agentmcp serve stdio: invalid value "100" for --history-bytes: must be at least 1024`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations: must be at least 1`, stdio},

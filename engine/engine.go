@@ -30,7 +30,9 @@
 // tools/call), methods.go (the method table and callMode, what a
 // tools/call becomes), call.go (a call's one state machine and its one
 // Caller), index.go (the calls a client reaches by name, with their
-// bounds), rounds.go (input-required rounds), tasks.go (both eras' tasks),
+// bounds), shared.go and replicas.go (those names in a store replicas
+// share, and what replicas send each other), rounds.go (input-required
+// rounds), tasks.go (both eras' tasks),
 // conn.go (streams), exchange.go (stateless exchanges), observe.go (the
 // Observer), carrier.go (the carrier lifecycle), codec.go and versions.go.
 // JSON text in and out is internal/jsonrpc's.

@@ -129,7 +129,10 @@ func (x *index) unpark(c *call) {
 }
 
 // Stats is what the engine holds now (docs/SPEC.md §13), for gauges and
-// for tests: a zero Stats is an engine whose call index is empty.
+// for tests: a zero Stats is an engine whose call index is empty. With a
+// shared store (Options.Calls) it counts this process's own — the rounds
+// parked for its calls, the tasks it runs — never the store's, so the
+// replicas' gauges add up to each once.
 type Stats struct {
 	// ParkedRounds are input-required rounds awaiting their retry.
 	ParkedRounds int
