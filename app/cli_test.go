@@ -241,6 +241,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--model-url", "ftp://127.0.0.1/v1"}, `agentmcp serve stdio: --model-url: the base URL must be an absolute http or https URL, such as http://127.0.0.1:11434/v1`, stdio},
 		// The conversation store's flags.
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --ephemeral and --state-dir exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "sqlite:/tmp/x.db", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --store and --state-dir exclude each other: --store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--store", "sqlite:/tmp/x.db"}, `agentmcp serve stdio: --ephemeral and --store exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store-password-file", "/tmp/pw"}, `agentmcp serve stdio: --store-password-file needs --store: it is the password of --store's PostgreSQL database`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "mysql://db"}, `agentmcp serve stdio: invalid value "mysql://db" for --store: want sqlite:PATH or postgres://USER@HOST:PORT/DB`, stdio},
+		{[]string{"serve", "stdio", "--store", "sqlite:/tmp/x.db"}, `agentmcp serve stdio: --store needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"conversations", "list", "--store", "sqlite:/tmp/x.db", "--state-dir", "/tmp/x"}, `agentmcp conversations list: --store and --state-dir exclude each other: --store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other`, "agentmcp conversations list [flags]"},
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--history-bytes", "100"}, `agentmcp serve stdio: invalid value "100" for --history-bytes: must be at least 1024`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations: must be at least 1`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations-per-principal", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations-per-principal: must be at least 1`, stdio},

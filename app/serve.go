@@ -83,14 +83,22 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
-	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
+	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
-var serveRules = []flagRule{
+var serveRules = append([]flagRule{
 	{flags: agentFlags, needs: "model", why: "it configures the agent, which --model NAME turns on"},
 	{flags: []string{"sandbox", "no-sandbox", "command-network"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
 	{flags: []string{"no-sandbox"}, excludes: "sandbox", why: "--no-sandbox is --sandbox none: give one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"ephemeral"}, excludes: "store", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+}, storeRules...)
+
+// storeRules relate the store's flags, of every serve command and of the
+// conversations commands.
+var storeRules = []flagRule{
+	{flags: []string{"store"}, excludes: "state-dir", why: "--store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other"},
+	{flags: []string{"store-password-file"}, needs: "store", why: "it is the password of --store's PostgreSQL database"},
 }
 
 // check finishes the common flags once they are parsed (their values and
@@ -347,7 +355,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 		logger.Error("cannot resolve the workspace root", "err", err)
 		return nil, false
 	}
-	store, err := f.store.open(logger)
+	store, err := f.store.open(logger, *f.maxTurns)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot open the conversation store: " + err.Error())
@@ -356,7 +364,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	f.hidden.add(store.dir) // every principal's conversations: never a command's to read
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
+		Store: store.ConversationStore, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

@@ -1,16 +1,21 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/memstore"
+	"github.com/agentmcp/agentmcp/adapters/postgres"
 	"github.com/agentmcp/agentmcp/adapters/sqlite"
+	"github.com/agentmcp/agentmcp/internal/secretenv"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -31,6 +36,7 @@ const (
 // --state-dir.
 type storeFlags struct {
 	stateDir         *string
+	store            *storeLocation
 	ephemeral        *bool
 	historyBytes     *int
 	maxConversations *int
@@ -42,6 +48,7 @@ type storeFlags struct {
 func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 	return &storeFlags{
 		stateDir: addStateDirFlag(fs),
+		store:    addStoreLocationFlags(fs),
 		ephemeral: fs.Bool("ephemeral", false, "keep the agent's conversations in memory only: nothing is read from or written to "+
 			"--state-dir, and they end with the process"),
 		historyBytes: intFlag(fs, "history-bytes", agent.DefaultHistoryBytes, minHistoryBytes, "bound one conversation to `N` bytes (at least 1024): a finished turn "+
@@ -95,25 +102,118 @@ type openedStore struct {
 }
 
 // open opens the store the flags name (their values and relations already
-// checked: addStoreFlags, serveRules): in memory with --ephemeral, else the
-// SQLite file in the state directory. Its error is one line that says what
+// checked: addStoreFlags, serveRules): in memory with --ephemeral, the
+// PostgreSQL database of --store postgres://…, else the SQLite file of
+// --store sqlite:PATH or the state directory. Its error is one line that says what
 // to do.
-func (f *storeFlags) open(logger *slog.Logger) (*openedStore, error) {
+//
+// maxTurns is the most turns the agent runs at once: each holds one of a
+// PostgreSQL store's connections while it runs (its claim on its
+// conversation, [postgres.Store.HoldTurn]), so the pool has that many more
+// than its default.
+func (f *storeFlags) open(logger *slog.Logger, maxTurns int) (*openedStore, error) {
 	if *f.ephemeral {
 		logger.Info("conversations are kept in memory only (--ephemeral)")
 		s := memstore.New(memstore.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
 		return &openedStore{ConversationStore: s, close: func() error { return nil }}, nil
 	}
-	dir, err := stateDir(*f.stateDir)
+	if f.store.isPostgres() {
+		s, err := f.store.openPostgres(postgres.Options{MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge,
+			MaxConns: int32(postgres.DefaultMaxConns + maxTurns)})
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("conversations are kept in "+s.Name(), "maxConversations", *f.maxConversations,
+			"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
+		return &openedStore{ConversationStore: s, close: s.Close}, nil
+	}
+	path, err := f.store.sqlitePath(*f.stateDir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlite.Open(filepath.Join(dir, sqlite.FileName), sqlite.Options{
+	s, err := sqlite.Open(path, sqlite.Options{
 		MaxConversations: *f.maxConversations, MaxBytes: *f.maxStoreBytes, MaxAge: *f.maxAge})
 	if err != nil {
 		return nil, err
 	}
 	logger.Info("conversations are kept in "+s.Path(), "maxConversations", *f.maxConversations,
 		"maxConversationsPerPrincipal", *f.maxPerPrincipal, "maxStoreBytes", *f.maxStoreBytes, "maxConversationAge", f.maxAge.String())
-	return &openedStore{ConversationStore: s, close: s.Close, dir: dir}, nil
+	return &openedStore{ConversationStore: s, close: s.Close, dir: filepath.Dir(path)}, nil
+}
+
+// storeLocation is --store and --store-password-file: where the
+// conversations are kept (docs/SPEC.md §9 "The store"). Its value is
+// checked by its form only; a postgres URL that holds a password is
+// refused when the store is opened, so the flag package never echoes it.
+type storeLocation struct {
+	url          string // "sqlite:PATH" or "postgres://…"; "": the state directory's file
+	passwordFile *string
+}
+
+func addStoreLocationFlags(fs *flag.FlagSet) *storeLocation {
+	l := &storeLocation{}
+	fs.Var(l, "store", "keep the agent's conversations in `URL`: sqlite:PATH (a SQLite file; --state-dir DIR is sqlite:DIR/"+sqlite.FileName+
+		") or postgres://USER@HOST:PORT/DB?sslmode=… (PostgreSQL, shared by replicas; TLS as sslmode says). Never a password in it: "+
+		"--store-password-file, PGPASSWORD or PGPASSFILE")
+	l.passwordFile = fs.String("store-password-file", "", "read the PostgreSQL password of --store from `FILE` (its first line)")
+	return l
+}
+
+func (l *storeLocation) String() string {
+	if l == nil {
+		return ""
+	}
+	return postgres.Redact(l.url)
+}
+
+func (l *storeLocation) Set(s string) error {
+	switch {
+	case strings.HasPrefix(s, "sqlite:") && len(s) > len("sqlite:"):
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+	default:
+		return errors.New("want sqlite:PATH or postgres://USER@HOST:PORT/DB")
+	}
+	l.url = s
+	return nil
+}
+
+func (l *storeLocation) isPostgres() bool {
+	return strings.HasPrefix(l.url, "postgres://") || strings.HasPrefix(l.url, "postgresql://")
+}
+
+// sqlitePath is the SQLite file: --store sqlite:PATH, else the state
+// directory's (--state-dir, or its default).
+func (l *storeLocation) sqlitePath(stateDirFlag string) (string, error) {
+	if p, ok := strings.CutPrefix(l.url, "sqlite:"); ok {
+		return filepath.Abs(p)
+	}
+	dir, err := stateDir(stateDirFlag)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, sqlite.FileName), nil
+}
+
+// openPostgres opens --store's PostgreSQL database with the password of
+// --store-password-file, else PGPASSWORD (read through secretenv: the
+// serve process moved it off its environment), else libpq's password
+// file; o's password and writer are set here.
+func (l *storeLocation) openPostgres(o postgres.Options) (*postgres.Store, error) {
+	if postgres.HasPassword(l.url) {
+		return nil, fmt.Errorf("--store %s: %w", postgres.Redact(l.url), postgres.ErrPasswordInURL)
+	}
+	o.Password = secretenv.Getenv("PGPASSWORD")
+	if *l.passwordFile != "" {
+		b, err := os.ReadFile(*l.passwordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--store-password-file: %w", err)
+		}
+		pw, _, _ := strings.Cut(string(b), "\n")
+		if pw = strings.TrimSuffix(pw, "\r"); pw == "" {
+			return nil, fmt.Errorf("--store-password-file %s: its first line is empty", *l.passwordFile)
+		}
+		o.Password = pw
+	}
+	o.WrittenBy = "agentmcp " + Version
+	return postgres.Open(context.Background(), l.url, o)
 }

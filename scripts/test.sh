@@ -10,7 +10,10 @@
 #      Debian's prometheus against the binary; the docs test: README.md
 #      and docs/*.md checked against the binary, their runnable blocks run
 #      with curl and socat; the command sandbox's tests run bubblewrap,
-#      installed from Debian's bubblewrap package);
+#      installed from Debian's bubblewrap package; the PostgreSQL store's
+#      tests run clusters of their own with Debian's postgresql server
+#      binaries, AGENTMCP_REQUIRE_POSTGRES=1 making a missing one a
+#      failure, not a skip);
 #   2b. the security tests again as an unprivileged user: their test
 #      binaries built as root (go test -c) and run under setpriv as
 #      agentmcp-test (scripts/lib.sh need_test_user), with HOME, TMPDIR and
@@ -34,7 +37,8 @@
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh).
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
-# the metrics test, curl and socat for the docs test, npm, and the Debian
+# the metrics test, curl and socat for the docs test, postgresql for the
+# PostgreSQL store's tests, npm, and the Debian
 # packages e2e/run.sh needs, with
 # apt-get when run as root (otherwise it stops with one line naming the
 # package); Node 22 from npm into
@@ -63,8 +67,10 @@ tools() {
 	need_cmd curl curl   # the docs test runs the guides' runnable blocks (docs/http.md, docs/operating.md)
 	need_cmd socat socat # and docs/http.md's Unix-socket client
 	need_cmd bwrap bubblewrap      # run_command's default sandbox, which the sandbox tests run
+	need_postgres                  # the PostgreSQL store's tests run their own clusters (internal/pgtest)
+	export AGENTMCP_REQUIRE_POSTGRES=1 # so they fail, never skip, should it go missing
 	need_node
-	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); postgres $("$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1)" --version | awk '{print $3}'); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
@@ -90,6 +96,7 @@ security_tests=(
 	"adapters/bubblewrap:."
 	"adapters/workspace:TestRunCommand"
 	"adapters/sqlite:TestOpenRefuses"
+	"internal/pgtest:." # as anyone but root, the test cluster runs as that user
 )
 unprivileged() {
 	if [[ "$(id -u)" != 0 ]]; then
