@@ -172,8 +172,8 @@ async function main() {
     // with tasks/list on a stream (its tasks are the connection's) but not on
     // the loopback host (one principal for every local client).
     const WANT_CAPABILITIES = overHTTP
-      ? { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
-      : { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
+      ? { tools: {}, resources: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
+      : { tools: {}, resources: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
     check(isDeepStrictEqual(client.getServerCapabilities(), WANT_CAPABILITIES),
       `server capabilities ${show(client.getServerCapabilities())}, want ${show(WANT_CAPABILITIES)}`);
     check(typeof client.getServerVersion()?.name === 'string' && client.getServerVersion().name !== '',
