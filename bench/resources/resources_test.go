@@ -187,7 +187,9 @@ var (
 	listPrompts = op{"prompts/list", "prompts/list",
 		func(*client) string { return "" },
 		func(a []byte) error {
-			var r struct{ Result struct{ Prompts []struct{ Name string } } }
+			var r struct {
+				Result struct{ Prompts []struct{ Name string } }
+			}
 			if json.Unmarshal(a, &r) != nil || len(r.Result.Prompts) != 3 || r.Result.Prompts[0].Name != "delegate" {
 				return fmt.Errorf("prompts/list answered %.300s", a)
 			}
@@ -196,7 +198,9 @@ var (
 	listTools = op{"tools/list", "tools/list",
 		func(*client) string { return "" },
 		func(a []byte) error {
-			var r struct{ Result struct{ Tools []struct{ Name string } } }
+			var r struct {
+				Result struct{ Tools []struct{ Name string } }
+			}
 			if json.Unmarshal(a, &r) != nil || len(r.Result.Tools) < 2 || r.Result.Tools[len(r.Result.Tools)-1].Name != "agent_submit" {
 				return fmt.Errorf("tools/list answered %.300s", a)
 			}
