@@ -270,3 +270,34 @@ func TestResourceAttacksEveryCarrier(t *testing.T) {
 }
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestServeDeprecatedFeaturesStayOut: what SEP-2577 deprecates stays out on
+// every carrier (docs/SPEC.md §2): server/discover declares no logging
+// capability, and logging/setLevel is -32601 (on HTTP in both eras).
+func TestServeDeprecatedFeaturesStayOut(t *testing.T) {
+	root := resourceAttackFixture(t)
+	for carrier, c := range featureCarriers(t, root) {
+		t.Run(carrier, func(t *testing.T) {
+			c.t = t
+			d := c.call("server/discover", `"x":0`, "", false)
+			caps, _ := d.result["capabilities"].(map[string]any)
+			if caps["resources"] == nil || caps["prompts"] == nil || caps["completions"] == nil {
+				t.Fatalf("discover: %.300s, want resources, prompts and completions", d.raw)
+			}
+			for _, out := range []string{"logging", "sampling", "roots", "elicitation"} {
+				if _, ok := caps[out]; ok {
+					t.Errorf("discover declares %s: %.300s", out, d.raw)
+				}
+			}
+			eras := []bool{false}
+			if c.hc != nil {
+				eras = append(eras, true)
+			}
+			for _, legacy := range eras {
+				if a := c.call("logging/setLevel", `"level":"debug"`, "", legacy); a.code != -32601 {
+					t.Errorf("logging/setLevel (legacy %v): %.300s, want -32601", legacy, a.raw)
+				}
+			}
+		})
+	}
+}
