@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/bench/internal/servers"
 	"github.com/agentmcp/agentmcp/ports"
@@ -67,31 +66,12 @@ func open(tb testing.TB, version string) *client {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ws, err := workspace.New(workspace.Options{Root: root, Resources: workspace.FileURIs})
+	w, r, closeAll, err := servers.ServeAgentPipes(root, workspace.FileURIs, silentModel{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { ws.Close() })
-	s, err := agent.New(ws, silentModel{}, agent.Options{Root: real})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	_, stop, err := servers.ServeSessionStdio(context.Background(), s, inR, outW)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		inW.Close()
-		go io.Copy(io.Discard, outR)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		stop(ctx)
-		outW.Close()
-	})
-	c := &client{w: inW, r: bufio.NewScanner(outR), modern: version == "2026-07-28", uri: "file://" + real + "/notes.txt"}
-	c.r.Buffer(nil, 16<<20)
+	tb.Cleanup(closeAll)
+	c := &client{w: w, r: r, modern: version == "2026-07-28", uri: "file://" + real + "/notes.txt"}
 	if !c.modern {
 		c.roundTrip(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 		io.WriteString(c.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
