@@ -172,40 +172,19 @@ func TestResourceSymlinkSwap(t *testing.T) {
 	s, root, prefix := resourceSession(t, workspace.WorkspaceURIs, map[string]string{"file": "inside"})
 	name, tmpLink, tmpFile := filepath.Join(root, "swap"), filepath.Join(root, ".link"), filepath.Join(root, "file")
 	secret := filepath.Join(filepath.Dir(root), "secret")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Remove(tmpLink)
-			if i%2 == 0 {
-				os.Symlink(secret, tmpLink)
-			} else {
-				os.Link(tmpFile, tmpLink)
-			}
-			os.Rename(tmpLink, name)
-		}
-	}()
+	stop := swapping(name, tmpLink, func() { os.Symlink(secret, tmpLink) }, func() { os.Link(tmpFile, tmpLink) })
 	var inside int
 	for range 2000 {
 		c, err := read(t, s, prefix+"swap")
 		if err == nil {
 			if c[0].Text != "inside" {
-				close(stop)
-				wg.Wait()
+				stop()
 				t.Fatalf("read through the swap returned %q", c[0].Text)
 			}
 			inside++
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("%d of 2000 reads found the file; the rest were refused", inside)
 }
 
@@ -237,26 +216,7 @@ func TestResourceSymlinkSwapDir(t *testing.T) {
 	out := filepath.Join(filepath.Dir(root), "out")
 	writeTree(t, out, map[string]string{"f": "SECRET"})
 	name, tmp := filepath.Join(root, "d"), filepath.Join(root, ".d")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Remove(tmp)
-			if i%2 == 0 {
-				os.Symlink(out, tmp)
-			} else {
-				os.Symlink(".real", tmp)
-			}
-			os.Rename(tmp, name)
-		}
-	}()
+	stop := swapping(name, tmp, func() { os.Symlink(out, tmp) }, func() { os.Symlink(".real", tmp) })
 	var inside, outside int
 	for range 2000 {
 		c, err := read(t, s, prefix+"d/f")
@@ -264,8 +224,7 @@ func TestResourceSymlinkSwapDir(t *testing.T) {
 		case err == nil && c[0].Text == "inside":
 			inside++
 		case err == nil:
-			close(stop)
-			wg.Wait()
+			stop()
 			t.Fatalf("read through the swapped directory returned %q", c[0].Text)
 		case strings.Contains(err.Error(), "SECRET"):
 			t.Fatalf("the refusal carries the secret: %v", err)
@@ -273,7 +232,34 @@ func TestResourceSymlinkSwapDir(t *testing.T) {
 			outside++
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("%d of 2000 reads found the inside file; %d were refused", inside, outside)
+}
+
+// swapping renames tmp over name again and again until stop is called,
+// tmp made by outside and inside in turn; stop returns once the swapping
+// has ended, and may be called more than once.
+func swapping(name, tmp string, outside, inside func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			os.Remove(tmp)
+			if i%2 == 0 {
+				outside()
+			} else {
+				inside()
+			}
+			os.Rename(tmp, name)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
