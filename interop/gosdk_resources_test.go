@@ -112,6 +112,23 @@ func checkChangesDiff(t *testing.T, text string) {
 	}
 }
 
+// wantPrompts are the agent's prompts as promptSignatures renders them.
+var wantPrompts = []string{"delegate(task!)", "continue(conversation!,task!)", "review(conversation?)"}
+
+// promptSignatures renders each prompt as name(argument!,argument?), "!"
+// marking a required argument.
+func promptSignatures(ps []*mcp.Prompt) []string {
+	var out []string
+	for _, p := range ps {
+		var args []string
+		for _, a := range p.Arguments {
+			args = append(args, a.Name+map[bool]string{true: "!", false: "?"}[a.Required])
+		}
+		out = append(out, p.Name+"("+strings.Join(args, ",")+")")
+	}
+	return out
+}
+
 // TestGoSDKResources: the official Go SDK client, over stdio in both eras
 // and over the loopback host at 2026-07-28, against the CLI's agent (docs/SPEC.md §2):
 // it lists the templates (the workspace's file:// one first, then the
@@ -257,16 +274,8 @@ func testGoSDKResources(t *testing.T, carrier, version string) {
 	if err != nil {
 		t.Fatalf("prompts/list: %v", err)
 	}
-	var prompts []string
-	for _, p := range pl.Prompts {
-		var args []string
-		for _, a := range p.Arguments {
-			args = append(args, a.Name+map[bool]string{true: "!", false: "?"}[a.Required])
-		}
-		prompts = append(prompts, p.Name+"("+strings.Join(args, ",")+")")
-	}
-	if want := []string{"delegate(task!)", "continue(conversation!,task!)", "review(conversation?)"}; !slices.Equal(prompts, want) {
-		t.Errorf("prompts/list = %q, want %q", prompts, want)
+	if got := promptSignatures(pl.Prompts); !slices.Equal(got, wantPrompts) {
+		t.Errorf("prompts/list = %q, want %q", got, wantPrompts)
 	}
 	get := func(name string, args map[string]string) *mcp.GetPromptResult {
 		t.Helper()

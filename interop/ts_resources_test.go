@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // tsStep is one step of ts/resources.mjs's scenario.
@@ -239,26 +241,10 @@ func testTSResources(t *testing.T, node, carrier string) {
 	}
 	refused("no turn 2", "agentmcp://conversations/docs/turns/2/changes")
 
-	var pl struct {
-		Prompts []struct {
-			Name      string
-			Arguments []struct {
-				Name     string
-				Required bool
-			}
-		}
-	}
+	var pl mcp.ListPromptsResult // the same JSON, decoded by go-sdk's types
 	if result("prompts", &pl) {
-		var got []string
-		for _, p := range pl.Prompts {
-			var args []string
-			for _, a := range p.Arguments {
-				args = append(args, a.Name+map[bool]string{true: "!", false: "?"}[a.Required])
-			}
-			got = append(got, p.Name+"("+strings.Join(args, ",")+")")
-		}
-		if want := []string{"delegate(task!)", "continue(conversation!,task!)", "review(conversation?)"}; !slices.Equal(got, want) {
-			t.Errorf("prompts/list %q, want %q", got, want)
+		if got := promptSignatures(pl.Prompts); !slices.Equal(got, wantPrompts) {
+			t.Errorf("prompts/list %q, want %q", got, wantPrompts)
 		}
 	}
 	type message struct {
