@@ -63,12 +63,12 @@ func testGoSDKClient(t *testing.T, carrier, version string) {
 	cs := c.connect(ctx, t, client, version)
 
 	ir := cs.InitializeResult()
-	// Without a model the session serves its tools and the workspace's
-	// files as resources (docs/SPEC.md §2); prompts come with the agent.
+	// The workspace's files are resources (docs/SPEC.md §2); without the
+	// agent there are no prompts and no completions.
 	if ir.Capabilities == nil || ir.Capabilities.Tools == nil || ir.Capabilities.Resources == nil {
 		t.Errorf("server capabilities = %+v, want tools and resources", ir.Capabilities)
-	} else if ir.Capabilities.Prompts != nil {
-		t.Errorf("server capabilities = %+v, want no prompts without a model", ir.Capabilities)
+	} else if ir.Capabilities.Prompts != nil || ir.Capabilities.Completions != nil {
+		t.Errorf("server capabilities = %+v, want tools and resources only", ir.Capabilities)
 	}
 	if ir.ServerInfo == nil || ir.ServerInfo.Name == "" {
 		t.Errorf("server info = %+v, want a name", ir.ServerInfo)
