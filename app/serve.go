@@ -213,6 +213,17 @@ func (f *serveFlags) instructions() string {
 		"Paths are relative to the workspace root."
 }
 
+// resourceURIs is how a serve command names the workspace's files as
+// resources (docs/SPEC.md §2): file:// URIs for a local client,
+// agentmcp://workspace/ ones on serve remote, whose clients never learn
+// the server's paths (§9).
+func resourceURIs(carrier string) workspace.ResourceURIs {
+	if carrier == "remote" {
+		return workspace.WorkspaceURIs
+	}
+	return workspace.FileURIs
+}
+
 // maxSystemPromptBytes bounds --system-prompt-file.
 const maxSystemPromptBytes = 64 << 10
 
@@ -230,6 +241,10 @@ type servedSession struct {
 // conversations, the bare workspace does not): the embedded interface
 // alone would hide the agent's [ports.ConversationSession] from the engine.
 func (s *servedSession) Conversations() bool { return ports.HasConversations(s.Session) }
+
+// Features answers for the session it serves, for the same reason: the
+// workspace's resources, through the agent when it is in front.
+func (s *servedSession) Features() ports.Features { return ports.FeaturesOf(s.Session) }
 
 func (s *servedSession) Close() error {
 	err := s.ws.Close()
@@ -333,7 +348,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if !ok {
 		return nil, false
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds, Resources: resourceURIs(f.carrier)})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false

@@ -21,9 +21,10 @@
 # oauth2-mock-server, @modelcontextprotocol/sdk 1.32.2); builds agentmcp;
 # makes a test CA and two certificates with openssl; starts the issuer,
 # agentmcp and nginx on free ports; runs client.mjs (tools/list and
-# tools/call through https, then the refusals: another audience, no scope,
-# expired, principal not allowed, separate budgets for two clients behind the
-# proxy); then checks agentmcp's audit lines on stderr and that no token
+# tools/call through https; the workspace's agentmcp://workspace/ resource
+# template, a read through it and traversals refused; then the refusals:
+# another audience, no scope, expired, principal not allowed, separate
+# budgets for two clients behind the proxy); then checks agentmcp's audit lines on stderr and that no token
 # reached its output. Every process is stopped on exit. Exits non-zero on
 # the first failure, printing the logs. Takes well under a minute once the
 # packages are installed.

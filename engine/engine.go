@@ -104,10 +104,13 @@ type Options struct {
 // concurrent use.
 type Engine struct {
 	session ports.Session
-	submit  domain.SubmitTool
-	ttlMs   int64
-	logger  *slog.Logger
-	observe ports.Observer // nil: none
+	// features are the session's optional server features, read once by
+	// New (docs/SPEC.md §2).
+	features ports.Features
+	submit   domain.SubmitTool
+	ttlMs    int64
+	logger   *slog.Logger
+	observe  ports.Observer // nil: none
 	// serverInfo and the modern _meta, encoded once.
 	infoJSON, metaJSON []byte
 	instructions       string
@@ -185,6 +188,7 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	info = append(info, '}')
 	e := &Engine{
 		session:      session,
+		features:     ports.FeaturesOf(session),
 		submit:       submit,
 		ttlMs:        ttl.Milliseconds(),
 		logger:       logger,

@@ -86,6 +86,7 @@ func awaitEnd(ctx context.Context, r *running) bool {
 var (
 	_ ports.Session             = (*Session)(nil)
 	_ ports.ConversationSession = (*Session)(nil)
+	_ ports.ServerFeatures      = (*Session)(nil)
 )
 
 // New returns a session whose tools are inner's and whose submissions run

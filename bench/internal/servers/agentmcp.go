@@ -6,6 +6,7 @@ package servers
 // engine or carrier API changes shape, this file is the one to adapt.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/landlock"
@@ -170,6 +172,46 @@ func ServeSessionStdio(ctx context.Context, session ports.Session, in io.Reader,
 		return nil, nil, err
 	}
 	return serveEngineStdio(ctx, eng, in, out)
+}
+
+// ServeAgentPipes serves the reference agent (adapters/agent over the
+// workspace on root, its files served as resources names them, its
+// conversations in memory, model answering its steps) as ServeSessionStdio
+// does, on a fresh io.Pipe pair: w is the server's stdin, r its stdout
+// (lines up to 16 MiB). closeAll closes stdin, drains stdout, stops the
+// server within StopTimeout and closes the workspace.
+func ServeAgentPipes(root string, resources workspace.ResourceURIs, model ports.Model) (w io.Writer, r *bufio.Scanner, closeAll func(), err error) {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ws, err := workspace.New(workspace.Options{Root: root, Resources: resources})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := agent.New(ws, model, agent.Options{Root: real})
+	if err != nil {
+		ws.Close()
+		return nil, nil, nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	_, stop, err := ServeSessionStdio(context.Background(), s, inR, outW)
+	if err != nil {
+		ws.Close()
+		return nil, nil, nil, err
+	}
+	r = bufio.NewScanner(outR)
+	r.Buffer(nil, 16<<20)
+	return inW, r, func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		defer cancel()
+		stop(ctx)
+		outW.Close()
+		ws.Close()
+	}, nil
 }
 
 // serveEngineStdio serves eng with adapters/stdio on in and out.
