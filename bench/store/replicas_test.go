@@ -3,13 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentmcp/agentmcp/adapters/postgres"
-	"github.com/agentmcp/agentmcp/engine"
-	"github.com/agentmcp/agentmcp/internal/fake"
+	"github.com/agentmcp/agentmcp/bench/internal/servers"
 	"github.com/agentmcp/agentmcp/internal/pgtest"
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -24,30 +22,27 @@ var benchPrincipal = ports.Principal{Issuer: "https://issuer.bench.test", Subjec
 
 const tasksCaps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
-func exchange(b *testing.B, e *engine.Engine, id int, method, caps, params, name string) []byte {
-	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":{` + params +
-		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-	h := engine.Headers{ProtocolVersion: "2026-07-28", Method: method, Name: name, HasProtocolVersion: true, HasMethod: true, HasName: true}
-	r := e.Exchange(context.Background(), []byte(body), engine.ExchangeOptions{Headers: h, Principal: benchPrincipal})
-	if r.Kind != engine.Answered {
-		b.Fatalf("%s: kind %v %s", method, r.Kind, r.Body)
+func exchange(b *testing.B, x *servers.Exchanger, id int, method, caps, params, name string) []byte {
+	r, err := x.Exchange(context.Background(), benchPrincipal, id, method, caps, params, name)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return r.Body
+	return r
 }
 
 // benchEngine is an engine over the scripted session, its tasks and
 // rounds in calls (nil: in memory).
-func benchEngine(b *testing.B, calls ports.CallStore) *engine.Engine {
-	e, err := engine.New(fake.New(), engine.Options{Calls: calls})
+func benchEngine(b *testing.B, calls ports.CallStore) *servers.Exchanger {
+	x, err := servers.NewExchanger(calls)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		e.Shutdown(ctx)
+		x.Shutdown(ctx)
 	})
-	return e
+	return x
 }
 
 // replicaStores are two stores (two replicas) on one new database.
@@ -67,7 +62,7 @@ func replicaStores(b *testing.B) (*postgres.Store, *postgres.Store) {
 
 // completedTask creates a task on e and waits (polling reader, as a
 // client does) until reader reads it completed; it returns its id.
-func completedTask(b *testing.B, e, reader *engine.Engine) string {
+func completedTask(b *testing.B, e, reader *servers.Exchanger) string {
 	r := exchange(b, e, 1, "tools/call", tasksCaps, `"name":"agent_submit","arguments":{"prompt":"hello"}`, "agent_submit")
 	i := bytes.Index(r, []byte(`"taskId":"`))
 	if i < 0 {
@@ -89,7 +84,7 @@ func completedTask(b *testing.B, e, reader *engine.Engine) string {
 func BenchmarkTasksGet(b *testing.B) {
 	for _, kind := range []string{"memory", "postgres-same-replica", "postgres-other-replica"} {
 		b.Run(kind, func(b *testing.B) {
-			var writer, reader *engine.Engine
+			var writer, reader *servers.Exchanger
 			if kind == "memory" {
 				writer = benchEngine(b, nil)
 				reader = writer
@@ -130,9 +125,9 @@ func BenchmarkPlainCallSharedStore(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		engines := [2]*engine.Engine{mem, shared}
+		engines := [2]*servers.Exchanger{mem, shared}
 		if n%2 == 0 {
-			engines = [2]*engine.Engine{shared, mem}
+			engines = [2]*servers.Exchanger{shared, mem}
 		}
 		for _, e := range engines {
 			start := time.Now()

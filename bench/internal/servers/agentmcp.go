@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 
 	"github.com/agentmcp/agentmcp/bench/internal/wire"
@@ -326,3 +328,37 @@ func SandboxCommand(kind string, argv []string, root, temp string) (cmd []string
 	}
 	return cmd, sb.Files, func() { sb.Close() }, nil
 }
+
+// Exchanger is an engine over the scripted session (internal/fake) taken
+// through Engine.Exchange, the HTTP hosts' entry point, without the HTTP:
+// the store benchmarks' tasks/get and plain calls across replicas
+// (docs/SPEC.md §14 "Replicas").
+type Exchanger struct{ e *engine.Engine }
+
+// NewExchanger builds an Exchanger whose tasks and rounds live in calls
+// (nil: in memory, the default).
+func NewExchanger(calls ports.CallStore) (*Exchanger, error) {
+	e, err := engine.New(fake.New(), engine.Options{Calls: calls})
+	if err != nil {
+		return nil, err
+	}
+	return &Exchanger{e: e}, nil
+}
+
+// Exchange sends one 2026-07-28 request, method with params (the members
+// inside "params", without braces), clientCapabilities caps and the
+// Mcp-Name header name, as principal. It returns the answer's body, or an
+// error when the engine did not answer it at once.
+func (x *Exchanger) Exchange(ctx context.Context, principal ports.Principal, id int, method, caps, params, name string) ([]byte, error) {
+	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":{` + params +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+	h := engine.Headers{ProtocolVersion: "2026-07-28", Method: method, Name: name, HasProtocolVersion: true, HasMethod: true, HasName: true}
+	r := x.e.Exchange(ctx, []byte(body), engine.ExchangeOptions{Headers: h, Principal: principal})
+	if r.Kind != engine.Answered {
+		return nil, fmt.Errorf("%s: kind %v %s", method, r.Kind, r.Body)
+	}
+	return r.Body, nil
+}
+
+// Shutdown stops the engine (Engine.Shutdown).
+func (x *Exchanger) Shutdown(ctx context.Context) { x.e.Shutdown(ctx) }
