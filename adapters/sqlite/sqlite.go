@@ -463,22 +463,8 @@ func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Tu
 		return nil, s.fault("cannot read it", err)
 	}
 	defer rows.Close()
-	var turns []ports.Turn
-	for rows.Next() {
-		var t ports.Turn
-		var b, ch []byte
-		if err := rows.Scan(&t.Number, &t.Bytes, &b, &ch); err != nil {
-			return nil, s.fault("cannot read it", err)
-		}
-		if t.Messages, err = turnjson.DecodeMessages(b); err == nil {
-			t.Changes, err = turnjson.DecodeChanges(ch)
-		}
-		if err != nil {
-			return nil, s.fault("cannot read it", fmt.Errorf("a stored turn is not valid: %w", err))
-		}
-		turns = append(turns, t)
-	}
-	if err := rows.Err(); err != nil {
+	turns, err := turnjson.ScanTurns(rows)
+	if err != nil {
 		return nil, s.fault("cannot read it", err)
 	}
 	return turns, nil
@@ -593,24 +579,9 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 	if err != nil {
 		return err
 	}
-	var total int64
-	var turns int
-	var dropFrom int64 // the newest seq to drop; 0: none
-	for rows.Next() {
-		var seq, bytes int64
-		if err := rows.Scan(&seq, &bytes); err != nil {
-			rows.Close()
-			return err
-		}
-		if turns > 0 && total+bytes > int64(maxBytes) {
-			dropFrom = seq
-			break
-		}
-		total += bytes
-		turns++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	turns, total, dropFrom, err := turnjson.Kept(rows, maxBytes)
+	rows.Close() // before the writes below: the transaction's connection is the rows' until then
+	if err != nil {
 		return err
 	}
 	if dropFrom > 0 {

@@ -5,6 +5,9 @@
 //
 //	messages: [{"role", "content", "tool_calls": [{"id", "name", "arguments"}], "tool_call_id"}]
 //	changes:  [{"path", "added", "removed", "diff"}]; none is no value (SQL NULL)
+//
+// It also reads the rows both stores select alike: [ScanTurns] (a
+// conversation's turns) and [Kept] (what its byte bound keeps).
 package turnjson
 
 import (
