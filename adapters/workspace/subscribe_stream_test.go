@@ -161,12 +161,19 @@ func (s *stream) initialize() map[string]any {
 
 func (s *stream) subscribe(id int, uri string) map[string]any {
 	s.t.Helper()
-	return s.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":%q}}`, id, uri))
+	return s.call(uriRequest(id, "resources/subscribe", uri))
 }
 
 func (s *stream) unsubscribe(id int, uri string) map[string]any {
 	s.t.Helper()
-	return s.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/unsubscribe","params":{"uri":%q}}`, id, uri))
+	return s.call(uriRequest(id, "resources/unsubscribe", uri))
+}
+
+// uriRequest is a request of method with params {uri}, the URI encoded as
+// JSON (a raw NUL as \u0000).
+func uriRequest(id int, method, uri string) string {
+	u, _ := json.Marshal(uri)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"uri":%s}}`, id, method, u)
 }
 
 // awaitUpdated reads the stream's next message, which must be the update
