@@ -194,18 +194,25 @@ func TestResourceSymlinkSwap(t *testing.T) {
 	t.Logf("%d of 2000 reads found the file; the rest were refused", inside)
 }
 
+// sparseFile makes path a sparse file of size bytes: a huge file that
+// costs no disk.
+func sparseFile(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestResourceHugeFile: a sparse 1 GiB file is refused from its size,
 // before anything is read.
 func TestResourceHugeFile(t *testing.T) {
 	s, root, prefix := resourceSession(t, workspace.FileURIs, nil)
-	f, err := os.Create(filepath.Join(root, "huge"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(1 << 30); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	sparseFile(t, filepath.Join(root, "huge"), 1<<30)
 	refused(t, s, prefix+"huge", `"huge" is 1073741824 bytes: a resource read reads files of at most 1048576 bytes (1 MiB)`)
 	over := strings.Repeat("x", workspace.MaxReadBytes+1)
 	writeTree(t, root, map[string]string{"over": over})

@@ -191,14 +191,7 @@ func TestSubscribeRefusals(t *testing.T) {
 		if err := os.Symlink(filepath.Dir(root), filepath.Join(root, "up")); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Create(filepath.Join(root, "huge"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(1 << 30); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		sparseFile(t, filepath.Join(root, "huge"), 1<<30)
 		cases := append(traversals(prefix, root),
 			struct{ uri, want string }{prefix + "out", "leads outside the workspace root"},
 			struct{ uri, want string }{prefix + "up/secret", "leads outside the workspace root"},

@@ -37,8 +37,8 @@
 import { readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { RecordingTransport, writeReport, runScenario, scenarioTransport } from './record.mjs';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { RecordingTransport, runScenario, runSteps, scenarioTransport } from './record.mjs';
 
 const TIMEOUT_MS = 60_000;
 
@@ -53,16 +53,7 @@ async function main() {
   const transport = new RecordingTransport(scenarioTransport(scenario));
   const client = new Client({ name: 'agentmcp-interop-ts-subscribe', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 
-  let current = null;
-  let stepIndex = -1;
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    if (current === null) {
-      throw new Error(`elicitation/create outside any step: ${JSON.stringify(request)}`);
-    }
-    current.report.prompts.push(request.params);
-    return current.answers.shift() ?? { action: 'cancel' };
-  });
-
+  let stepIndex = -1; // the step running, as runSteps tells it
   // Every update in order; an "updated" step consumes the next of its uri
   // past the one the previous "updated" step consumed.
   const updates = [];
@@ -109,28 +100,10 @@ async function main() {
     updated,
   };
 
-  const report = { steps: [], updates };
-  try {
-    await client.connect(transport, { timeout: TIMEOUT_MS });
-    report.capabilities = client.getServerCapabilities();
-    for (const [i, step] of scenario.steps.entries()) {
-      const op = ops[step.op];
-      if (!op) throw new Error(`unknown op ${step.op}`);
-      const stepReport = { result: null, error: null, prompts: [] };
-      current = { report: stepReport, answers: [...(step.answers ?? [])] };
-      stepIndex = i;
-      try {
-        stepReport.result = await op(step.params, { timeout: TIMEOUT_MS });
-      } catch (err) {
-        stepReport.error = { code: err?.code ?? null, message: err?.message ?? String(err), data: err?.data ?? null };
-      }
-      current = null;
-      report.steps.push(stepReport);
-    }
-  } finally {
-    await client.close();
-  }
-  writeReport(reportPath, report, transport);
+  await runSteps({
+    client, transport, steps: scenario.steps, ops, report: { updates }, reportPath, timeout: TIMEOUT_MS,
+    onStep: (i) => { stepIndex = i; },
+  });
 }
 
 await runScenario(main, 'TypeScript SDK subscribe client');
