@@ -176,28 +176,32 @@ func (h *watchHub) release(d *watchedDir, name string, f *watchedFile, sub *file
 	closing()
 }
 
-// loop reads w's events until w is closed.
+// loop reads w's events until w is closed, and its errors beside them.
+//
+// An error is taken at once, never behind h.mu: fsnotify's reader sends
+// some errors (an IN_MOVE_SELF whose watch it could not remove) holding
+// its own lock, which Add and Remove — called under h.mu by watch and
+// release — need, so an error left waiting on h.mu would deadlock the
+// two. An overflow (events were lost: any file may have changed) is then
+// handled on a goroutine of its own. Events are sent without that lock
+// and are handled here in order.
 func (h *watchHub) loop(w *fsnotify.Watcher, done chan struct{}) {
 	defer close(done)
-	events, errs := w.Events, w.Errors
-	for events != nil {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			h.event(w, ev)
-		case err, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
+	var overflows sync.WaitGroup
+	errsDone := make(chan struct{})
+	go func() {
+		defer close(errsDone)
+		for err := range w.Errors {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				h.overflow(w) // events were lost: any file may have changed
+				overflows.Go(func() { h.overflow(w) })
 			}
 		}
+	}()
+	for ev := range w.Events {
+		h.event(w, ev)
 	}
+	<-errsDone
+	overflows.Wait()
 }
 
 // changes are the operations that change what a read of a file returns:

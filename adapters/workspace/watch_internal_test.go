@@ -170,3 +170,44 @@ func TestWatchSwappedDirectory(t *testing.T) {
 		t.Fatalf("after the refusal: watcher %v, %d directories", h.w, len(h.dirs))
 	}
 }
+
+// TestWatchErrorsWhileLocked: fsnotify's reader sends an error on
+// Watcher.Errors holding its own lock (an IN_MOVE_SELF whose watch could
+// not be removed), and Add and Remove, which the hub calls holding h.mu,
+// need that lock; so the hub must take every error without waiting for
+// h.mu, or a subscribe at that moment would deadlock the watcher. Here
+// h.mu is held, as a subscribe holds it, while the reader's part is
+// played by sending errors: each send must be taken, and an overflow then
+// tells every subscribed file once h.mu is free.
+func TestWatchErrorsWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	clock := newManualClock()
+	h := newWatchHub(clock.after)
+	told, toldN := counter()
+	cancel, err := h.watch(dir, "f", always, told)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	h.mu.Lock()
+	errs := h.w.Errors
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for range 3 {
+			errs <- fsnotify.ErrEventOverflow
+		}
+	}()
+	select {
+	case <-sent:
+	case <-time.After(20 * time.Second): // a hang guard: the sends cannot complete once the hub waits for h.mu
+		h.mu.Unlock()
+		t.Fatal("the watcher's errors were not taken while h.mu was held: fsnotify's reader would be stuck holding its lock")
+	}
+	h.mu.Unlock()
+	awaitScheduled(t, clock) // the overflow's update of f, scheduled once h.mu is free
+	clock.fire()
+	if toldN() != 1 {
+		t.Fatalf("told %d times after an overflow, want 1", toldN())
+	}
+}
