@@ -260,7 +260,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--task-ttl", "soon"}, `agentmcp serve stdio: invalid value "soon" for --task-ttl: want a duration such as 90s, 5m or 1h`, stdio},
 		{[]string{"serve", "stdio", "--task-poll-interval", "500us"}, `agentmcp serve stdio: invalid value "500us" for --task-poll-interval: must be at least 1ms`, stdio},
 		{[]string{"serve", "stdio", "--task-ttl", "2s"}, `agentmcp serve stdio: --task-poll-interval (2s) must be shorter than --task-ttl (2s): a client polling at that pace could find a finished task already forgotten`, stdio},
-		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix [flags]"},
 		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: invalid value "-3" for --max-tasks-per-client: must be at least 1`, stdio},
 		{append(remoteArgs, "--max-tasks", "0"), `agentmcp serve remote: invalid value "0" for --max-tasks: must be at least 1`, remote},
 		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for --max-tasks: want a whole number`, stdio},
@@ -271,7 +271,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
 		{[]string{"serve", "http", "--token-file", "", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=false", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
-		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix [flags]"},
 		// serve remote's identity and admission, checked before anything is opened.
 		{[]string{"serve", "remote", "--public-url", "http://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},
 			`agentmcp serve remote: --public-url: must be an absolute https URL in canonical form (the scheme is not https (in lower case))`, remote},

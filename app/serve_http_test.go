@@ -19,23 +19,30 @@ import (
 	"github.com/agentmcp/agentmcp/app"
 )
 
-// run is one "agentmcp serve http" in this process.
+// run is one "agentmcp serve <carrier>" in this process.
 type run struct {
 	cancel context.CancelFunc
 	code   chan int
 	stdout *syncbuf.Buffer
 	stderr *syncbuf.Buffer
-	url    string // "" when the command ended before printing it
+	url    string // the first line on stdout (the URL, the socket path); "" when the command ended before printing it
 }
 
 // serveHTTP runs Main with args and waits for the URL line (or the end).
 func serveHTTP(t *testing.T, args ...string) *run {
 	t.Helper()
+	return serveCommand(t, "http", args...)
+}
+
+// serveCommand runs "agentmcp serve <carrier> args…" and waits for its
+// first line on stdout (or the end).
+func serveCommand(t *testing.T, carrier string, args ...string) *run {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	r := &run{cancel: cancel, code: make(chan int, 1), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	go func() {
-		code := app.Main(ctx, append([]string{"serve", "http"}, args...), strings.NewReader(""), pw, r.stderr)
+		code := app.Main(ctx, append([]string{"serve", carrier}, args...), strings.NewReader(""), pw, r.stderr)
 		pw.Close()
 		r.code <- code
 	}()
@@ -49,7 +56,7 @@ func serveHTTP(t *testing.T, args ...string) *run {
 		select {
 		case <-r.code:
 		case <-time.After(10 * time.Second):
-			t.Error("serve http did not end")
+			t.Errorf("serve %s did not end", carrier)
 		}
 	})
 	return r
@@ -64,7 +71,7 @@ func (r *run) stop(t *testing.T) int {
 		r.code <- code
 		return code
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve http did not stop")
+		t.Fatal("the serve command did not stop")
 		return -1
 	}
 }
