@@ -167,7 +167,7 @@ func (c *command) exec(ctx context.Context, path string, args []string, inv *inv
 	run := c.setup(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeHelp(inv.stdout, path, c)
+			writeHelp(inv.stdout, path, c, inv.rules)
 			return 0
 		}
 		return usageError(inv.stderr, path, c, c.flagError(fs, err))
@@ -195,7 +195,7 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 	a := args[0]
 	switch {
 	case isHelpFlag(a):
-		writeHelp(inv.stdout, path, c)
+		writeHelp(inv.stdout, path, c, inv.rules)
 		return 0
 	case c == inv.root && (a == "--version" || a == "-version"):
 		if v := c.find("version"); v != nil {
@@ -340,14 +340,16 @@ var helpCommand = &command{
 	setup: func(*flag.FlagSet) runFunc {
 		return func(_ context.Context, inv *invocation) int {
 			c, path := inv.root, inv.root.name
+			var rules []flagRule // the rules of the groups above c
 			for _, name := range inv.fs.Args() {
 				sub := c.find(name)
 				if sub == nil {
 					return inv.usageError("unknown command %q", strings.TrimPrefix(path+" "+name, inv.root.name+" "))
 				}
+				rules = append(rules, c.rules...)
 				c, path = sub, path+" "+name
 			}
-			writeHelp(inv.stdout, path, c)
+			writeHelp(inv.stdout, path, c, rules)
 			return 0
 		}
 	},

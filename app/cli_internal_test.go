@@ -193,6 +193,82 @@ func TestFlagRulesReadValues(t *testing.T) {
 	}
 }
 
+// TestHelpMarksNeeds: in every help that lists flags (a command's, and a
+// group's flags every command takes), a flag that a rule says needs
+// another is marked "(needs --OTHER)", and no other flag is: the mark
+// comes from the rules, so it is never missing (it was on 3 of the 11
+// flags --model turns on).
+func TestHelpMarksNeeds(t *testing.T) {
+	var walk func(c *command, words []string, inherited []flagRule)
+	walk = func(c *command, words []string, inherited []flagRule) {
+		rules := append(append([]flagRule{}, inherited...), c.rules...)
+		needs := map[string][]string{}
+		for _, r := range rules {
+			if r.needs != "" {
+				for _, name := range r.flags {
+					needs[name] = append(needs[name], r.needs)
+				}
+			}
+		}
+		var out, errOut strings.Builder
+		if code := Main(t.Context(), append([]string{"help"}, words...), strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("help %q: exit %d: %s", words, code, errOut.String())
+		}
+		rows := helpFlagRows(out.String())
+		if c.subs == nil && len(rows) == 0 || c.groupFlags != nil && len(rows) == 0 {
+			t.Errorf("help %q lists no flags", words)
+		}
+		marked := 0
+		for name, text := range rows {
+			for _, n := range needs[name] {
+				if !strings.Contains(text, "(needs --"+n+")") {
+					t.Errorf("help %q: --%s lacks \"(needs --%s)\": %q", words, name, n, text)
+				}
+				marked++
+			}
+			if len(needs[name]) == 0 && strings.Contains(text, "(needs ") {
+				t.Errorf("help %q: --%s is marked, but no rule says it needs a flag: %q", words, name, text)
+			}
+		}
+		if c.name == "serve" && marked < len(agentFlags)+3 {
+			t.Errorf("help %q: %d flags marked, want the %d agent flags and the 3 of run_command at least", words, marked, len(agentFlags))
+		}
+		for _, s := range c.subs {
+			walk(s, append(append([]string{}, words...), s.name), rules)
+		}
+	}
+	walk(commandLine, nil, nil)
+}
+
+// helpFlagRows reads the flag lists of a help text: each flag's name
+// (without dashes) and its text, its wrapped lines joined.
+func helpFlagRows(help string) map[string]string {
+	rows := map[string]string{}
+	in, name := false, ""
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Flags"):
+			in, name = true, ""
+			continue
+		case line == "" || !strings.HasPrefix(line, "  "):
+			in, name = false, ""
+		}
+		if !in {
+			continue
+		}
+		if strings.HasPrefix(line, "  -") {
+			f := strings.Fields(line)
+			name = strings.TrimLeft(strings.TrimSuffix(f[0], ","), "-")
+			rows[name] = strings.Join(f[1:], " ")
+			continue
+		}
+		if name != "" {
+			rows[name] = strings.TrimSpace(rows[name] + " " + strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return rows
+}
+
 func TestDidYouMean(t *testing.T) {
 	names := []string{"root", "port", "token-file", "persistent-token", "ask-client", "model", "model-url"}
 	for _, c := range []struct{ unknown, want string }{
