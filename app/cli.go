@@ -35,7 +35,7 @@ OpenAI-compatible Chat Completions endpoint: --model-url URL (default
 $OPENAI_BASE_URL, else https://api.openai.com/v1; Ollama:
 http://127.0.0.1:11434/v1), the key from OPENAI_API_KEY only,
 --system-prompt-file PATH to replace its system prompt, --max-turns N for
-the turns run at once (one per principal's conversation; default 4). Its
+the turns run at once (one per conversation; default 4). Its
 conversations are kept in --state-dir DIR (default
 $XDG_STATE_HOME/agentmcp), or in memory only with --ephemeral. Without
 --model the submission tool is refused.

@@ -66,7 +66,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
 		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt"),
 		store:            addStoreFlags(fs),
-		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per principal's conversation; "+
+		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per conversation; "+
 			"more are refused as busy"),
 		approvalTimeout: durationFlag(fs, "approval-timeout", agent.DefaultApprovalTimeout, time.Nanosecond, agent.DefaultTurnTimeout,
 			"how long a turn's permission prompt or question waits for "+

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentmcp/agentmcp/internal/chatscript"
 )
 
 // pingSocket sends a ping on a new connection to the socket at path and
@@ -167,4 +169,38 @@ func TestServeUnixSocketInRootDir(t *testing.T) {
 	if _, err := os.Lstat("/agentmcp.sock"); err == nil {
 		t.Error("/agentmcp.sock exists")
 	}
+}
+
+// TestUnixConnectionsShareThePrincipalsConversations: every connection to
+// serve unix is the one local principal, so a submission that names no
+// conversation continues the same default conversation whichever
+// connection sends it, and a named conversation is apart from it
+// (docs/http.md's "Conversations", docs/agent.md; it said all connections
+// share one conversation).
+func TestUnixConnectionsShareThePrincipalsConversations(t *testing.T) {
+	srv := chatscript.New(t, func(r *chatscript.Request) chatscript.Reply {
+		return chatscript.Reply{Text: "ok: " + r.LastUser()}
+	})
+	c := serveOver(t, "unix", "--root", t.TempDir(), "--model", "m", "--model-url", srv.URL, "--ephemeral", "--no-model-probe")
+	id := 0
+	submit := func(args, wantConv string, wantTurn float64, wantSeen string) {
+		t.Helper()
+		id++
+		m := c.do(modernCall(id, "tools/call", `"name":"agent_submit","arguments":`+args, "{}"), id, "tools/call", "agent_submit")
+		r, _ := m["result"].(map[string]any)
+		sc, _ := r["structuredContent"].(map[string]any)
+		if sc["conversation"] != wantConv || sc["turn"] != wantTurn {
+			t.Fatalf("%s: %v; want conversation %s, turn %v", args, m, wantConv, wantTurn)
+		}
+		reqs := srv.Requests()
+		if got := strings.Join(reqs[len(reqs)-1].UserPrompts(), "|"); got != wantSeen {
+			t.Errorf("%s: the model saw %q, want %q", args, got, wantSeen)
+		}
+	}
+	submit(`{"prompt":"one"}`, "default", 1, "one")
+	c.redial() // another client of the socket
+	submit(`{"prompt":"two"}`, "default", 2, "one|two")
+	submit(`{"prompt":"three","conversation":"notes"}`, "notes", 1, "three")
+	c.redial()
+	submit(`{"prompt":"four"}`, "default", 3, "one|two|four")
 }
