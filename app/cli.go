@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -208,17 +209,22 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 	sub := c.find(a)
 	if sub == nil {
 		msg := fmt.Sprintf("unknown %s %q", c.kind(), a)
-		var names []string
-		for _, s := range c.subs {
-			names = append(names, s.name)
-		}
-		if near := didYouMean(a, names); near != "" {
+		if near := didYouMean(a, c.subNames()); near != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		return usageError(inv.stderr, path, c, msg)
 	}
 	inv.rules = append(inv.rules, c.rules...)
 	return sub.exec(ctx, path+" "+sub.name, args[1:], inv)
+}
+
+// subNames are the names of group c's commands, in table order.
+func (c *command) subNames() []string {
+	var names []string
+	for _, s := range c.subs {
+		names = append(names, s.name)
+	}
+	return names
 }
 
 func (c *command) find(name string) *command {
@@ -232,23 +238,37 @@ func (c *command) find(name string) *command {
 
 // groupFlagError is the usage error of a flag given to group c before its
 // command: one its commands all take (groupFlags), or the nearest such,
-// belongs after the command ("agentmcp serve --root . stdio").
+// belongs after the command ("agentmcp serve --root . stdio"); the nearest
+// of the group's own flags (groupOwnFlags) is suggested as it is.
 func (c *command) groupFlagError(path, name string) string {
 	msg := "unknown flag --" + name
-	if c.groupFlags == nil || len(c.subs) == 0 {
-		return msg
-	}
-	fs := flag.NewFlagSet(path, flag.ContinueOnError)
-	c.groupFlags(fs)
-	if fs.Lookup(name) != nil {
-		return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
-	}
+	own := groupOwnFlags(path)
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if near := didYouMean(name, names); near != "" {
+	if c.groupFlags != nil && len(c.subs) > 0 {
+		fs := flag.NewFlagSet(path, flag.ContinueOnError)
+		c.groupFlags(fs)
+		if fs.Lookup(name) != nil {
+			return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
+		}
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	}
+	switch near := didYouMean(name, append(names, own...)); {
+	case near == "":
+		return msg
+	case slices.Contains(own, near):
+		return msg + " (did you mean --" + near + "?)"
+	default:
 		return fmt.Sprintf("%s (did you mean --%s? it goes after the %s, as in '%s %s --%s …')", msg, near, c.kind(), path, c.subs[0].name, near)
 	}
-	return msg
+}
+
+// groupOwnFlags are the flags a group at path takes itself, as its help
+// lists them: --help, and at the top level --version.
+func groupOwnFlags(path string) []string {
+	if !strings.Contains(path, " ") {
+		return []string{"help", "version"}
+	}
+	return []string{"help"}
 }
 
 func (c *command) kind() string {
@@ -271,7 +291,7 @@ func (c *command) flagError(fs *flag.FlagSet, err error) string {
 		if hint, ok := c.hints[name]; ok {
 			return "--" + name + ": " + hint
 		}
-		var names []string
+		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		if near := didYouMean(name, names); near != "" {
 			return "unknown flag --" + name + " (did you mean --" + near + "?)"
@@ -344,7 +364,12 @@ var helpCommand = &command{
 			for _, name := range inv.fs.Args() {
 				sub := c.find(name)
 				if sub == nil {
-					return inv.usageError("unknown command %q", strings.TrimPrefix(path+" "+name, inv.root.name+" "))
+					rel := func(n string) string { return strings.TrimPrefix(path+" "+n, inv.root.name+" ") }
+					msg := fmt.Sprintf("unknown command %q", rel(name))
+					if near := didYouMean(name, c.subNames()); near != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", rel(near))
+					}
+					return inv.usageError("%s", msg)
 				}
 				rules = append(rules, c.rules...)
 				c, path = sub, path+" "+name

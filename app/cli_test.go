@@ -283,10 +283,20 @@ func TestUsageErrors(t *testing.T) {
 		{append(remoteArgs, "--listen", "localhost:8080"), `agentmcp serve remote: --listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080`, remote},
 		{[]string{"version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"--version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
-		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre"`, "agentmcp help [COMMAND...]"},
-		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre" (did you mean "serve"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx" (did you mean "serve unix"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "htp"}, `agentmcp help: unknown command "serve htp" (did you mean "serve http"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "frobnicate"}, `agentmcp help: unknown command "serve frobnicate"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "version", "x"}, `agentmcp help: unknown command "version x"`, "agentmcp help [COMMAND...]"},
+		// The top level's own flags, and --help everywhere, are near misses too.
+		{[]string{"--verison"}, `agentmcp: unknown flag --verison (did you mean --version?)`, top},
+		{[]string{"-versoin"}, `agentmcp: unknown flag --versoin (did you mean --version?)`, top},
+		{[]string{"--hlep"}, `agentmcp: unknown flag --hlep (did you mean --help?)`, top},
+		{[]string{"serve", "--hepl"}, `agentmcp serve: unknown flag --hepl (did you mean --help?)`, serve},
+		{[]string{"serve", "stdio", "--hlep"}, `agentmcp serve stdio: unknown flag --hlep (did you mean --help?)`, stdio},
 		{[]string{"conversations", "list", "--rot", "x"}, `agentmcp conversations list: unknown flag --rot (did you mean --root?)`, "agentmcp conversations list [flags]"},
 	}
+	flagless := map[string]bool{"agentmcp help": true, "agentmcp version": true} // commands with no flag but -h
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, tt.args...)
 		if code != 2 || stdout != "" {
@@ -305,6 +315,8 @@ func TestUsageErrors(t *testing.T) {
 		path := strings.TrimSuffix(tt.line[:strings.Index(tt.line, ": ")], " ")
 		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Run '"+path+" --help' for ") {
 			t.Errorf("%q: the last line %q does not point at %s --help", tt.args, last, path)
+		} else if flagless[path] && strings.Contains(last, "flags") {
+			t.Errorf("%q: the last line %q points at flags %s has not", tt.args, last, path)
 		}
 		for _, l := range lines[1:] {
 			if strings.HasPrefix(l, "agentmcp") || strings.Contains(l, "level=") {

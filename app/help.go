@@ -74,7 +74,11 @@ func writeUsage(w io.Writer, path string, c *command) {
 			line += " " + c.synopsis
 		}
 		fmt.Fprintf(b, "Usage: %s\n", line)
-		fmt.Fprintf(b, "Run '%s --help' for its flags.\n", path)
+		what := "its flags"
+		if !hasFlags(leafFlags(path, c)) {
+			what = "its help" // no flag but -h
+		}
+		fmt.Fprintf(b, "Run '%s --help' for %s.\n", path, what)
 	} else {
 		var names []string
 		for _, s := range c.subs {
@@ -85,6 +89,13 @@ func writeUsage(w io.Writer, path string, c *command) {
 		fmt.Fprintf(b, "Run '%s --help' for the %s.\n", path, kinds)
 	}
 	io.WriteString(w, b.String())
+}
+
+// hasFlags reports whether fs has a flag registered.
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // commandLineName is the first word of path: the program's name.
