@@ -417,7 +417,9 @@ func TestServeHTTPStartLog(t *testing.T) {
 
 // TestServeHTTPPortInUse: a port another program holds fails start-up
 // (exit 1) with one line that names the port and suggests --port 0
-// (issue 33).
+// (issue 33) — that line alone: the start-up records logged before the
+// listener failed (no model, approvals, the token file) are not written,
+// so the error is the first line a person reads (docs/SPEC.md §15).
 func TestServeHTTPPortInUse(t *testing.T) {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -425,8 +427,63 @@ func TestServeHTTPPortInUse(t *testing.T) {
 	}
 	defer l.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	code, stdout, stderr := runCLI(t, "serve", "http", "--root", t.TempDir(), "--port", port, "--token-file", filepath.Join(t.TempDir(), "token"))
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "port "+port+" on 127.0.0.1 is in use") || !strings.Contains(stderr, "--port 0") {
-		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 1 and a line naming the port and --port 0", code, stdout, stderr)
+	for _, args := range [][]string{
+		{"--token-file", filepath.Join(t.TempDir(), "token")},
+		{}, // the token file's path is logged
+		{"--model", "m", "--model-url", "http://127.0.0.1:1/v1", "--ephemeral", "--no-model-probe", "--ask-client"},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"serve", "http", "--root", t.TempDir(), "--port", port}, args...)...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 1 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], "level=ERROR") ||
+			!strings.Contains(stderr, "port "+port+" on 127.0.0.1 is in use") || !strings.Contains(stderr, "--port 0") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 1 and one line naming the port and --port 0", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestServeFailsWithOneLine: whatever fails at start on a carrier — a
+// socket something answers on, a metrics address in use, a listener in
+// use on serve remote — the log is the one error, nothing logged before
+// it; a start that succeeds logs its start-up records, then the serving
+// line last (docs/SPEC.md §15).
+func TestServeFailsWithOneLine(t *testing.T) {
+	busy, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	sock := filepath.Join(shortTempDir(t), "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	remote := []string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "unix", "--socket", sock}, "something answers on the socket path"},
+		{[]string{"serve", "http", "--metrics-listen", addr}, "cannot serve metrics"},
+		{[]string{"serve", "stdio", "--metrics-listen", addr}, "cannot serve metrics"},
+		{append(remote, "--listen", addr), "--listen " + addr + " is in use"},
+	} {
+		code, stdout, stderr := runCLI(t, append(tt.args, "--root", t.TempDir())...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 1 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], "level=ERROR") || !strings.Contains(lines[0], tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 1 and one error line with %q", tt.args, code, stdout, stderr, tt.want)
+		}
+	}
+
+	r := serveHTTP(t, "--root", t.TempDir(), "--token-file", filepath.Join(t.TempDir(), "token"))
+	if r.url == "" {
+		t.Fatalf("not served; stderr:\n%s", r.stderr)
+	}
+	log := r.stderr.String()
+	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "no model configured") || !strings.Contains(lines[1], "approvals off") ||
+		!strings.Contains(lines[len(lines)-1], `msg="serving MCP over Streamable HTTP"`) {
+		t.Errorf("the start-up records, then the serving line, want:\n%s", log)
 	}
 }

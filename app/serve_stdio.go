@@ -54,7 +54,7 @@ func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 		logger.Error("cannot serve stdio", "err", err)
 		return 1
 	}
-	logger.Info("serving MCP on stdio", "root", *common.root)
+	common.serving(logger, "serving MCP on stdio", "root", *common.root)
 	if err := t.Start(ctx); err != nil {
 		if errors.Is(err, engine.ErrInputClosed) {
 			return 0

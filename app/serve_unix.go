@@ -120,7 +120,7 @@ func serveUnix(ctx context.Context, inv *invocation, common *serveFlags, path, p
 	if code, ok := start(ctx, s, logger, ""); !ok {
 		return code
 	}
+	common.serving(logger, "serving MCP on a Unix socket", "socket", path, "root", *common.root)
 	fmt.Fprintln(inv.stdout, path)
-	logger.Info("serving MCP on a Unix socket", "socket", path, "root", *common.root)
 	return srv.run(ctx, s)
 }
