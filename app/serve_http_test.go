@@ -383,6 +383,56 @@ func TestServeHTTPPersistentToken(t *testing.T) {
 	}
 }
 
+// TestServeHTTPPersistentTokenShared: two hosts started on one persistent
+// token file (two workspaces, or two ports) serve with the same token,
+// each holding the file with a shared lock; while either runs, rotating
+// it and a per-run start on it are refused, saying why, and the file is
+// unchanged; it stays when both have ended (docs/http.md "The token
+// file").
+func TestServeHTTPPersistentTokenShared(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	a := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token")
+	b := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token")
+	if a.url == "" || b.url == "" || a.url == b.url {
+		t.Fatalf("served at %q and %q; stderr:\n%s\n%s", a.url, b.url, a.stderr, b.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*run{a, b} {
+		if status, _ := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+			t.Errorf("ping on %s with the file's token: %d", r.url, status)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--persistent-token", "--rotate-token"}, "a running agentmcp serves with this token file: stop it before rotating the token"},
+		{nil, "a running agentmcp serves with this token file"},
+	} {
+		r := serveHTTP(t, append([]string{"--root", t.TempDir(), "--token-file", tokenPath}, tt.args...)...)
+		if r.url != "" {
+			t.Errorf("%q: served at %s while other hosts use the file", tt.args, r.url)
+		}
+		if code := r.stop(t); code != 1 || !strings.Contains(r.stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant 1 and %q", tt.args, code, r.stderr, tt.want)
+		}
+		if now, _ := os.ReadFile(tokenPath); string(now) != string(tok) {
+			t.Errorf("%q: the shared token changed", tt.args)
+		}
+	}
+	a.stop(t)
+	if status, _ := call(t, b.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("ping on the host left: %d", status)
+	}
+	b.stop(t)
+	if now, err := os.ReadFile(tokenPath); err != nil || string(now) != string(tok) {
+		t.Errorf("after both ended the file holds %q (%v), want the token kept", now, err)
+	}
+}
+
 // TestServeHTTPStartLog: the start-up log is structured throughout (the
 // token file's path included), names the root as an absolute path, and
 // says who can approve writes on this carrier.
