@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -174,6 +175,12 @@ func (c *command) exec(ctx context.Context, path string, args []string, inv *inv
 		return usageError(inv.stderr, path, c, c.flagError(fs, err))
 	}
 	if !c.args && fs.NArg() > 0 {
+		if i := len(args) - fs.NArg() - 1; i >= 0 && secretFlag(flagName(args[i])) {
+			// "--persistent-token <token>": a bool flag takes no value, and
+			// what was meant as one may be the secret itself.
+			return usageError(inv.stderr, path, c, fmt.Sprintf("unexpected argument after --%[1]s (not shown: it may be a secret; --%[1]s takes no value)",
+				flagName(args[i])))
+		}
 		return usageError(inv.stderr, path, c, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	given := givenFlags(fs)
@@ -321,7 +328,34 @@ func (c *command) flagError(fs *flag.FlagSet, err error) string {
 	if why == "parse error" || why == "value out of range" {
 		why = wanted(fs.Lookup(name))
 	}
+	if secretFlag(name) {
+		return fmt.Sprintf("invalid value for --%s (not shown: it may be a secret): %s", name, why)
+	}
 	return fmt.Sprintf("invalid value %q for --%s: %s", value, name, why)
+}
+
+// secretFlag reports whether the flag called name is named for a secret
+// (its last word token, secret, password, passphrase, key or credential:
+// --persistent-token, --api-key), so a usage error never shows a value
+// given to it — someone may have put the token itself there. A flag that
+// names where a secret is (--token-file, --secret-env) is not one.
+func secretFlag(name string) bool {
+	words := strings.Split(strings.ToLower(name), "-")
+	switch words[len(words)-1] {
+	case "token", "secret", "password", "passphrase", "key", "credential", "credentials":
+		return true
+	}
+	return false
+}
+
+// flagName is the name of the flag argument a ("--name=value" → "name"),
+// or "" when a is not a flag.
+func flagName(a string) string {
+	if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
 }
 
 // wanted says what a flag of a built-in type takes.
@@ -344,10 +378,72 @@ func wanted(f *flag.Flag) string {
 }
 
 // usageError writes "<path>: <msg>" and c's usage on w, and returns 2.
+// It is where every usage error is rendered, so it bounds what msg echoes
+// of the command line (boundEchoes): a 1 MB value gives a short line.
 func usageError(w io.Writer, path string, c *command, msg string) int {
-	fmt.Fprintf(w, "%s: %s\n", path, msg)
+	fmt.Fprintf(w, "%s: %s\n", path, boundEchoes(msg))
 	writeUsage(w, path, c)
 	return 2
+}
+
+const (
+	// maxEcho is how much of a value a usage error shows: the first
+	// maxEcho bytes (whole characters), then "…".
+	maxEcho = 64
+	// maxUsageLine bounds a usage error's message, whatever it echoes.
+	maxUsageLine = 400
+)
+
+// boundEchoes bounds what msg shows of values from the command line, in
+// the two forms they take in a usage error: a Go-quoted string (%q, as the
+// flag package and this package quote values, names and arguments) keeps
+// its first maxEcho bytes, then "…" inside the quotes; any other run of
+// non-space bytes longer than maxEcho (an unknown flag's name, a path in
+// an error) likewise. The message is then cut at maxUsageLine bytes.
+func boundEchoes(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		switch {
+		case msg[i] == ' ':
+			b.WriteByte(' ')
+			i++
+			continue
+		case msg[i] == '"':
+			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				i += len(q)
+				if v, err := strconv.Unquote(q); err == nil && len(v) > maxEcho {
+					q = strconv.Quote(cutBytes(v, maxEcho) + "…")
+				}
+				b.WriteString(q)
+				continue
+			}
+		}
+		j := len(msg)
+		if k := strings.IndexAny(msg[i+1:], " \""); k >= 0 {
+			j = i + 1 + k
+		}
+		if word := msg[i:j]; len(word) > maxEcho {
+			b.WriteString(cutBytes(word, maxEcho) + "…")
+		} else {
+			b.WriteString(word)
+		}
+		i = j
+	}
+	if out := b.String(); len(out) > maxUsageLine {
+		return cutBytes(out, maxUsageLine) + "…"
+	}
+	return b.String()
+}
+
+// cutBytes is s's first n bytes at most, not splitting a UTF-8 character.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // helpCommand is "agentmcp help [COMMAND...]".
