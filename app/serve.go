@@ -33,6 +33,7 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	store                             *storeFlags // its conversations
+	workspaceID                       *workspaceID
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
@@ -75,6 +76,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),
 	}
+	f.store.addLeaseFlag(fs)
+	f.workspaceID = addWorkspaceIDFlag(fs, "name the workspace `ID` in the conversation store (letters, digits, . _ - : /) instead of "+
+		"the root's real path: give it to replicas that mount one workspace at different paths (needs --model)")
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
@@ -83,14 +87,24 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
-	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
+	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age",
+	"lease", "workspace-id"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
-var serveRules = []flagRule{
+var serveRules = append([]flagRule{
 	{flags: agentFlags, needs: "model", why: "it configures the agent, which --model NAME turns on"},
 	{flags: []string{"sandbox", "no-sandbox", "command-network"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
 	{flags: []string{"no-sandbox"}, excludes: "sandbox", why: "--no-sandbox is --sandbox none: give one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"ephemeral"}, excludes: "store", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"lease"}, needs: "store", why: "it is the lease of a PostgreSQL --store's shared tasks and rounds"},
+}, storeRules...)
+
+// storeRules relate the store's flags, of every serve command and of the
+// conversations commands.
+var storeRules = []flagRule{
+	{flags: []string{"store"}, excludes: "state-dir", why: "--store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other"},
+	{flags: []string{"store-password-file"}, needs: "store", why: "it is the password of --store's PostgreSQL database"},
 }
 
 // check finishes the common flags once they are parsed (their values and
@@ -125,6 +139,9 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 	}
 	if msg := f.cmds.check(f.carrier); msg != "" {
 		return inv.usageError("%s", msg), false
+	}
+	if flagWritten(inv.fs, "lease") && !f.store.store.isPostgres() {
+		return inv.usageError("--lease is the lease of a PostgreSQL store's shared tasks and rounds: give --store postgres://…"), false
 	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
@@ -196,6 +213,17 @@ func (f *serveFlags) instructions() string {
 		"Paths are relative to the workspace root."
 }
 
+// resourceURIs is how a serve command names the workspace's files as
+// resources (docs/SPEC.md §2): file:// URIs for a local client,
+// agentmcp://workspace/ ones on serve remote, whose clients never learn
+// the server's paths (§9).
+func resourceURIs(carrier string) workspace.ResourceURIs {
+	if carrier == "remote" {
+		return workspace.WorkspaceURIs
+	}
+	return workspace.FileURIs
+}
+
 // maxSystemPromptBytes bounds --system-prompt-file.
 const maxSystemPromptBytes = 64 << 10
 
@@ -213,6 +241,10 @@ type servedSession struct {
 // conversations, the bare workspace does not): the embedded interface
 // alone would hide the agent's [ports.ConversationSession] from the engine.
 func (s *servedSession) Conversations() bool { return ports.HasConversations(s.Session) }
+
+// Features answers for the session it serves, for the same reason: the
+// workspace's resources, through the agent when it is in front.
+func (s *servedSession) Features() ports.Features { return ports.FeaturesOf(s.Session) }
 
 func (s *servedSession) Close() error {
 	err := s.ws.Close()
@@ -254,14 +286,18 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	if !ok {
 		return nil, false
 	}
-	eng, err := engine.New(s, engine.Options{
+	opts := engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
 		Tasks: f.tasks.options(),
-	})
+	}
+	if s.store != nil && s.store.calls != nil {
+		opts.Calls = s.store.calls // docs/SPEC.md §14 "Replicas"
+	}
+	eng, err := engine.New(s, opts)
 	if err != nil {
 		s.Close()
-		logger.Error("cannot build the engine", "err", err)
+		logger.Error("cannot build the engine: " + err.Error())
 		return nil, false
 	}
 	srv.session, srv.eng = s, eng
@@ -312,7 +348,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if !ok {
 		return nil, false
 	}
-	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds})
+	ws, err := workspace.New(workspace.Options{Root: *f.root, Logger: logger, Commands: cmds, Resources: resourceURIs(f.carrier)})
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		return nil, false
@@ -326,13 +362,13 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	root, err := realRoot(*f.root)
+	root, err := f.workspaceID.key(*f.root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot resolve the workspace root", "err", err)
 		return nil, false
 	}
-	store, err := f.store.open(logger)
+	store, err := f.store.open(logger, *f.maxTurns, root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot open the conversation store: " + err.Error())
@@ -341,7 +377,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	f.hidden.add(store.dir) // every principal's conversations: never a command's to read
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
+		Store: store.ConversationStore, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

@@ -537,3 +537,53 @@ func TestServeFailsWithOneLine(t *testing.T) {
 		t.Errorf("the start-up records, then the serving line, want:\n%s", log)
 	}
 }
+
+// TestServeHTTPReplicasShareAPersistentToken: several local serve http
+// replicas, each at its own address, given one --persistent-token
+// --token-file, use the same bearer token: the first start creates it,
+// the next ones read it while the first runs (the file is held with a
+// shared lock once written), and every replica admits it; rotating it
+// while they run is refused, so no replica's token changes under it.
+func TestServeHTTPReplicasShareAPersistentToken(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	args := []string{"--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token"}
+	a := serveHTTP(t, args...)
+	if a.url == "" {
+		t.Fatalf("replica A not served; stderr:\n%s", a.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := serveHTTP(t, args...)
+	if b.url == "" {
+		t.Fatalf("replica B, beside A on the same persistent token, not served; stderr:\n%s", b.stderr)
+	}
+	if a.url == b.url {
+		t.Fatalf("both replicas at %s", a.url)
+	}
+	for _, r := range []*run{a, b} {
+		if status, body := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+			t.Errorf("the shared token at %s: %d %s", r.url, status, body)
+		}
+		if status, _ := call(t, r.url, strings.Repeat("0", 64), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 401 {
+			t.Errorf("another token at %s: %d, want 401", r.url, status)
+		}
+	}
+	rotate := serveHTTP(t, append(args, "--rotate-token")...)
+	if rotate.url != "" {
+		t.Fatal("a rotation served while replicas use the token")
+	}
+	if code := rotate.stop(t); code != 1 || !strings.Contains(rotate.stderr.String(), "stop it before rotating the token") {
+		t.Errorf("the rotation: exit %d, want 1 saying why:\n%s", code, rotate.stderr)
+	}
+	if now, _ := os.ReadFile(tokenPath); string(now) != string(tok) {
+		t.Error("the refused rotation changed the token")
+	}
+	if code := a.stop(t); code != 0 {
+		t.Errorf("replica A's exit %d", code)
+	}
+	if status, _ := call(t, b.url, string(tok), `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != 200 {
+		t.Errorf("replica B once A stopped: %d", status)
+	}
+}

@@ -3,6 +3,8 @@ package app
 import (
 	"testing"
 
+	"github.com/agentmcp/agentmcp/adapters/workspace"
+
 	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -32,6 +34,20 @@ func TestServedSessionConversations(t *testing.T) {
 	} {
 		if got := ports.HasConversations(&servedSession{Session: c.inner}); got != c.want {
 			t.Errorf("%s: HasConversations of the served session = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestResourceURIs: serve remote names files agentmcp://workspace/, so its
+// clients never learn the server's paths; every local command file://.
+func TestResourceURIs(t *testing.T) {
+	for carrier := range approvalCarriers {
+		want := workspace.FileURIs
+		if carrier == "remote" {
+			want = workspace.WorkspaceURIs
+		}
+		if got := resourceURIs(carrier); got != want {
+			t.Errorf("%s: %v, want %v", carrier, got, want)
 		}
 	}
 }

@@ -179,7 +179,7 @@ func (e *Engine) accept(p *peer, m *jsonrpc.Message, in *inbound, inBatch bool) 
 	in.modern = isModern(in, h)
 	if !in.modern {
 		in.version = p.origin.legacyVersion()
-		md := lookup(in)
+		md := e.lookup(in)
 		if md == nil {
 			return nil, answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 		}
@@ -188,7 +188,7 @@ func (e *Engine) accept(p *peer, m *jsonrpc.Message, in *inbound, inBatch bool) 
 	if inBatch {
 		return nil, invalid(in.id, jsonrpc.InvalidRequest("batches are not part of "+ModernVersion))
 	}
-	md, verr := validateModern(in, h)
+	md, verr := e.validateModern(in, h)
 	if verr != nil {
 		r := invalid(in.id, verr)
 		if verr.Code == CodeMethodNotFound {
@@ -263,7 +263,7 @@ func isModern(in *inbound, h *Headers) bool {
 
 // validateModern runs the modern checks in docs/SPEC.md §4's order and
 // returns the method's row.
-func validateModern(in *inbound, h *Headers) (*method, *Error) {
+func (e *Engine) validateModern(in *inbound, h *Headers) (*method, *Error) {
 	vraw, hasV := in.metaValue(metaProtocolVersion)
 	caps, hasCaps := in.metaValue(metaClientCapabilities)
 	if in.meta == nil || !hasV || !hasCaps {
@@ -276,7 +276,7 @@ func validateModern(in *inbound, h *Headers) (*method, *Error) {
 		return nil, jsonrpc.InvalidParams(metaClientCapabilities + " must be an object")
 	}
 	in.version = jsonrpc.Unquote(vraw)
-	md := lookup(in)
+	md := e.lookup(in)
 	if h != nil {
 		if e := checkHeaders(in, h, md); e != nil {
 			return nil, e
@@ -352,7 +352,7 @@ func (e *Engine) initialize(p *peer, in *inbound, inBatch bool) reply {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
-	b = append(b, `,"capabilities":{"tools":{}`...)
+	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...))
 	if version == tasksVersion {
 		b = appendLegacyTasksCaps(b, p) // docs/SPEC.md §14
 	}
@@ -387,7 +387,8 @@ func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, md *met
 func (e *Engine) discover(_ context.Context, _ *peer, in *inbound) reply {
 	b := e.resultHead(make([]byte, 0, 512), in, "complete")
 	b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
-	b = append(b, `,"capabilities":{"tools":{},"extensions":{"`+extTasks+`":{}}}`...)
+	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...))
+	b = append(b, `,"extensions":{"`+extTasks+`":{}}}`...)
 	if e.instructions != "" {
 		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
@@ -594,11 +595,19 @@ type toolOutcome struct {
 	result     domain.ToolResult
 	structured []byte // a conversational turn's structuredContent object, rendered once
 	rerr       *Error
+	// rendered, when set, is a CallToolResult's members as another
+	// replica rendered them (a shared store's record, a forwarded retry's
+	// answer: shared.go), and renderedError its isError.
+	rendered      []byte
+	renderedError bool
 }
 
 // failed reports whether the outcome is a CallToolResult with isError true
 // (a JSON-RPC error is not: its result is empty).
 func (o toolOutcome) failed() bool {
+	if o.rendered != nil {
+		return o.renderedError
+	}
 	if o.env != nil {
 		return !o.env.Success
 	}
@@ -609,6 +618,9 @@ func toolError(msg string) toolOutcome { return toolOutcome{result: domain.ToolE
 
 // size estimates the bytes of the outcome's text.
 func (o toolOutcome) size() int {
+	if o.rendered != nil {
+		return len(o.rendered)
+	}
 	if o.env != nil {
 		return 64 + len(o.env.Result) + len(o.env.Error) + len(o.env.Metadata)
 	}
@@ -629,6 +641,9 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 // conversational turn its structuredContent too when structured (the
 // client's revision knows it, structuredResults; a task's result always).
 func (o toolOutcome) appendTo(b []byte, structured bool) []byte {
+	if o.rendered != nil {
+		return append(b, o.rendered...) // rendered for a task's or a round's client: 2025-11-25 or later
+	}
 	if o.env == nil {
 		b = appendToolResult(b, o.result)
 		if structured && o.structured != nil {

@@ -31,7 +31,21 @@ type method struct {
 	// needsTasks: a 2026-07-28 request must declare the tasks extension
 	// (-32021, SEP-2575).
 	needsTasks bool
+	// feature is the server feature the method belongs to: served only
+	// when the session's [ports.Features] has its port (otherwise -32601
+	// in both eras, as for a session that implements none).
+	feature feature
 }
+
+// feature names one of a session's optional server features.
+type feature uint8
+
+const (
+	featureNone feature = iota // always served (tools, tasks, lifecycle)
+	featureResources
+	featurePrompts
+	featureCompletions
+)
 
 // methods is every method the engine serves. Adding a method is a row
 // here and its handler.
@@ -46,14 +60,23 @@ var methods = map[string]*method{
 	"tasks/cancel":    {legacy: legacyTasks.cancel, legacyTasks: true, modern: modernTasks.cancel, mirror: "taskId", needsTasks: true},
 	"tasks/result":    {legacy: legacyTasks.result, legacyTasks: true},
 	"tasks/list":      {legacy: legacyTasks.list, legacyTasks: true},
+
+	// docs/SPEC.md §2: the session's optional server features (features.go).
+	"resources/list":           {legacy: (*Engine).listResources, modern: (*Engine).listResources, feature: featureResources},
+	"resources/templates/list": {legacy: (*Engine).listResourceTemplates, modern: (*Engine).listResourceTemplates, feature: featureResources},
+	"resources/read":           {legacy: (*Engine).readResource, modern: (*Engine).readResource, mirror: "uri", feature: featureResources},
+	"prompts/list":             {legacy: (*Engine).listPrompts, modern: (*Engine).listPrompts, feature: featurePrompts},
+	"prompts/get":              {legacy: (*Engine).getPrompt, modern: (*Engine).getPrompt, mirror: "name", feature: featurePrompts},
+	"completion/complete":      {legacy: (*Engine).complete, modern: (*Engine).complete, feature: featureCompletions},
 }
 
 // lookup is in's method row in its era; nil when that era has no such
-// method (then -32601).
-func lookup(in *inbound) *method {
+// method, or the method's feature is not the session's (then -32601).
+func (e *Engine) lookup(in *inbound) *method {
 	m := methods[in.method]
 	switch {
 	case m == nil:
+	case !e.serves(m.feature):
 	case in.modern && m.modern != nil:
 		return m
 	case !in.modern && m.inline != nil:

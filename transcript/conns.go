@@ -130,6 +130,7 @@ func inspect(line []byte) lineInfo {
 		Params struct {
 			Name   json.RawMessage            `json:"name"`
 			TaskID json.RawMessage            `json:"taskId"`
+			URI    json.RawMessage            `json:"uri"`
 			Meta   map[string]json.RawMessage `json:"_meta"`
 		} `json:"params"`
 	}
@@ -141,6 +142,9 @@ func inspect(line []byte) lineInfo {
 	_ = json.Unmarshal(m.Params.Name, &li.name)
 	if strings.HasPrefix(li.method, "tasks/") {
 		_ = json.Unmarshal(m.Params.TaskID, &li.name) // SEP-2663: Mcp-Name is the taskId
+	}
+	if li.method == "resources/read" {
+		_ = json.Unmarshal(m.Params.URI, &li.name) // Mcp-Name is the resource's uri
 	}
 	if v, ok := m.Params.Meta["io.modelcontextprotocol/protocolVersion"]; ok {
 		li.modern = true
@@ -168,7 +172,7 @@ func (c *httpConn) post(line []byte) {
 	case li.modern:
 		req.Header.Set("MCP-Protocol-Version", li.modernVersion)
 		req.Header.Set("Mcp-Method", li.method)
-		if li.call || strings.HasPrefix(li.method, "tasks/") {
+		if li.call || strings.HasPrefix(li.method, "tasks/") || li.method == "resources/read" || li.method == "prompts/get" {
 			req.Header.Set("Mcp-Name", li.name)
 		}
 	case c.version != "":

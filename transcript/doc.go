@@ -48,6 +48,9 @@
 //	conversations: on the built-in session keeps named conversations
 //	                  (ports.ConversationSession, docs/SPEC.md §2, §9): each
 //	                  successful turn is reported, numbered per conversation
+//	features: on      the built-in session also serves fixed resources,
+//	                  prompts and completion (internal/fake's Features,
+//	                  docs/SPEC.md §2); "off" or no header: tools only
 //
 // A section starts with a line "-- NAME --". Exactly two sections exist,
 // "client" then "server"; unknown or repeated sections are errors.

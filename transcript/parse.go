@@ -36,6 +36,10 @@ type File struct {
 	// keeps named conversations (docs/SPEC.md §2, §9), so agent_submit
 	// takes conversation and fork_from and answers structuredContent.
 	Conversations bool
+	// Features is the features: header: the built-in session also serves
+	// the fixed resources, prompts and completion of internal/fake's
+	// Features (docs/SPEC.md §2). Off by default: tools only.
+	Features bool
 
 	ClientText string // the client section, verbatim (kept by -update)
 	Steps      []Step
@@ -167,15 +171,18 @@ func Parse(path string, data []byte) (*File, error) {
 			if v := strings.TrimSpace(val); v != strconv.Itoa(FormatVersion) {
 				return nil, errorf(i+1, "format: %q is not a version this runner reads (it reads %d)", v, FormatVersion)
 			}
-		case "ask-client", "conversations":
+		case "ask-client", "conversations", "features":
 			on := strings.TrimSpace(val)
 			if on != "on" && on != "off" {
 				return nil, errorf(i+1, "%s: wants on or off, got %q", key, on)
 			}
-			if key == "ask-client" {
+			switch key {
+			case "ask-client":
 				f.AskClient = on == "on"
-			} else {
+			case "conversations":
 				f.Conversations = on == "on"
+			default:
+				f.Features = on == "on"
 			}
 		}
 	}

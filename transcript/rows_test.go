@@ -33,8 +33,14 @@ var specRows = []struct{ id, text string }{
 	{"spec1-error-first-line", "Error messages are client-visible: the transport sends only their first line, at most 500 bytes."},
 
 	// §2 what the server exposes.
-	{"spec2-capabilities", "Capabilities: exactly {\"tools\":{}}."},
-	{"spec2-unadvertised-methods", "prompts/list, resources/list and every other unknown method get -32601."},
+	{"spec2-capabilities", "Capabilities: exactly {\"tools\":{}} for a session that serves no other feature."},
+	{"spec2-unadvertised-methods", "prompts/list, resources/list and every other unknown method get -32601 (resources, prompts and completion only for a session that serves them)."},
+	{"spec2-features", "A session with ports.Features: prompts, resources and completions declared beside tools, in both eras; never subscribe or listChanged."},
+	{"spec2-resources", "resources/list (paged), resources/templates/list, resources/read (text, base64 blob); a session's refusal is -32602 with data.uri; subscribe/unsubscribe -32601."},
+	{"spec2-prompts", "prompts/list (paged), prompts/get (text, image, embedded resource); unknown prompt or missing argument -32602."},
+	{"spec2-completion", "completion/complete: ref/prompt or ref/resource, at most 100 values, hasMore when more."},
+	{"spec2-sep2164", "An unknown resource is -32602 with data.uri in both eras (SEP-2164), not 2025-11-25's -32002."},
+	{"spec2-caching", "Modern resources/list and resources/read carry ttlMs 0, the templates and prompts lists the list TTL; cacheScope private (SEP-2549)."},
 	{"spec2-tools-list", "tools/list: the runtime tools in the session's order, each exactly {name, description, inputSchema} (never an outputSchema), then the submission tool last."},
 	{"spec2-cursor", "One page, no nextCursor; any cursor → -32602."},
 	{"spec2-submit-tool", "Submission tool: default name agent_submit, description \"Submit a prompt to the agent and await its turn\", input schema exactly {\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\",\"minLength\":1}},\"required\":[\"prompt\"],\"additionalProperties\":false}."},

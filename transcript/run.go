@@ -202,6 +202,9 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 		s.conversations = f.Conversations
 		defer s.close()
 		served = s
+		if f.Features {
+			served = featured{s}
+		}
 	}
 	conn, err := c.Connect(t, served, Config{AskClient: f.AskClient})
 	if err != nil {
@@ -255,6 +258,9 @@ func sessionDirective(f *File) string {
 	}
 	if f.Conversations {
 		return "the conversations: header"
+	}
+	if f.Features {
+		return "the features: header"
 	}
 	for _, st := range f.Steps {
 		switch st.Kind {

@@ -119,3 +119,11 @@ func (s *session) releaseOnce() bool {
 	s.release.Do(func() { s.Session.Release(); did = true })
 	return did
 }
+
+// featured is the built-in session with the fixed server features of
+// internal/fake (the features: on header).
+type featured struct{ *session }
+
+var fixedFeatures = (&fake.Features{}).Ports()
+
+func (featured) Features() ports.Features { return fixedFeatures }

@@ -86,6 +86,7 @@ func awaitEnd(ctx context.Context, r *running) bool {
 var (
 	_ ports.Session             = (*Session)(nil)
 	_ ports.ConversationSession = (*Session)(nil)
+	_ ports.ServerFeatures      = (*Session)(nil)
 )
 
 // New returns a session whose tools are inner's and whose submissions run
@@ -155,15 +156,31 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	// The turn stops counting as running before its end is logged, so a
 	// submission made once "turn finished" or "turn failed" is logged is
 	// never refused as busy by it.
+	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
+	unhold := func() {}
 	release := sync.OnceFunc(func() {
+		unhold() // first: a turn this one superseded starts once done closes
 		s.mu.Lock()
 		delete(s.running, key)
 		s.mu.Unlock()
 		close(me.done)
 	})
 	defer release()
+	if l, ok := s.opts.Store.(ports.ConversationLocker); ok {
+		held, ok, err := l.HoldTurn(tctx, ref)
+		switch {
+		case err != nil:
+			release()
+			s.log.Info("turn failed", "err", logCause(err))
+			return ports.TurnResult{}, s.storeFailed("claimed", err)
+		case !ok:
+			release()
+			s.log.Info("submission refused", "reason", "conversation busy on another replica")
+			return ports.TurnResult{}, ErrBusyElsewhere
+		}
+		unhold = held
+	}
 
-	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
 	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
 	if err != nil {
 		release()

@@ -170,6 +170,23 @@ func (s *Session) readFile(ctx context.Context, args toolArgs, _ ports.Caller) (
 	if err != nil {
 		return nil, err
 	}
+	data, err := s.readRegular(ctx, p, "read_file")
+	if err != nil {
+		return nil, err
+	}
+	res := readResult{Path: p.display, Size: len(data), Encoding: "utf-8", Content: string(data)}
+	if !utf8.Valid(data) {
+		res.Encoding, res.Content = "base64", base64.StdEncoding.EncodeToString(data)
+	}
+	return res, nil
+}
+
+// readRegular reads the regular file p, at most [MaxReadBytes]: the one
+// reader of read_file and of resources/read (docs/SPEC.md §8). A bigger
+// file is refused before anything is read, as is the root, a directory,
+// a FIFO or device, a path that leads outside the root; who names the
+// reader ("read_file") in its messages.
+func (s *Session) readRegular(ctx context.Context, p relPath, who string) ([]byte, error) {
 	if p.display == "." {
 		return nil, errors.New(`"." is the workspace root, not a file`)
 	}
@@ -179,13 +196,13 @@ func (s *Session) readFile(ctx context.Context, args toolArgs, _ ports.Caller) (
 	}
 	defer f.Close()
 	tooBig := func(n int64) error {
-		return fmt.Errorf("%q is %d bytes: read_file reads files of at most %d bytes (1 MiB)", p.display, n, MaxReadBytes)
+		return fmt.Errorf("%q is %d bytes: %s reads files of at most %d bytes (1 MiB)", p.display, n, who, MaxReadBytes)
 	}
 	if size > MaxReadBytes {
 		return nil, tooBig(size)
 	}
 	if ctx.Err() != nil {
-		return nil, cancelled("read_file")
+		return nil, cancelled(who)
 	}
 	data, ok, err := readCapped(f, MaxReadBytes)
 	if err != nil {
@@ -194,11 +211,7 @@ func (s *Session) readFile(ctx context.Context, args toolArgs, _ ports.Caller) (
 	if !ok {
 		return nil, tooBig(int64(len(data)))
 	}
-	res := readResult{Path: p.display, Size: len(data), Encoding: "utf-8", Content: string(data)}
-	if !utf8.Valid(data) {
-		res.Encoding, res.Content = "base64", base64.StdEncoding.EncodeToString(data)
-	}
-	return res, nil
+	return data, nil
 }
 
 type searchMatch struct {

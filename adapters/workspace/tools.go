@@ -257,8 +257,18 @@ func cleanPath(p string) (relPath, error) {
 // fsError describes a file-system failure on p for a client: the path as the
 // client gave it and the reason, never the root's location on the host.
 func fsError(p relPath, err error) error {
-	return fmt.Errorf("%q: %s", p.display, fsReason(err))
+	return &fsFailure{msg: fmt.Sprintf("%q: %s", p.display, fsReason(err)), cause: err}
 }
+
+// fsFailure is fsError's error: the client's message, with the cause kept
+// for errors.Is (a resource read tells a missing file from a refusal).
+type fsFailure struct {
+	msg   string
+	cause error
+}
+
+func (f *fsFailure) Error() string { return f.msg }
+func (f *fsFailure) Unwrap() error { return f.cause }
 
 func fsReason(err error) string {
 	switch {

@@ -222,6 +222,11 @@ type Options struct {
 	// which Close removes.
 	Commands *Commands
 
+	// Resources, when not NoResources, serves every file under the root as
+	// an MCP resource through one URI template (docs/SPEC.md §2): FileURIs
+	// on the local carriers, WorkspaceURIs on serve remote.
+	Resources ResourceURIs
+
 	// Logger receives one debug record per tool call (tool, executionId,
 	// success, duration; never arguments or contents). Nil discards.
 	Logger *slog.Logger
@@ -246,6 +251,8 @@ type Session struct {
 	closeCmds context.CancelFunc
 	cmdMu     sync.Mutex
 	cmdWG     sync.WaitGroup
+
+	res *resources // nil: no resources ([Options.Resources])
 
 	closed atomic.Bool
 	seq    atomic.Uint64 // execution ids
@@ -274,7 +281,11 @@ type hooks struct {
 }
 
 // Interface guards.
-var _ ports.Session = (*Session)(nil)
+var (
+	_ ports.Session        = (*Session)(nil)
+	_ ports.ServerFeatures = (*Session)(nil)
+	_ ports.Resources      = (*resources)(nil)
+)
 
 // New opens opts.Root and returns a session over it. It fails when Root is
 // empty or cannot be opened as a directory.
@@ -294,6 +305,14 @@ func New(opts Options) (*Session, error) {
 			s.tools = append(s.tools, t)
 		}
 	}
+	if opts.Resources != NoResources {
+		abs, err := resolvedRoot(opts.Root)
+		if err != nil {
+			root.Close()
+			return nil, fmt.Errorf("workspace: resolve root: %w", err)
+		}
+		s.res = newResources(s, opts.Resources, abs)
+	}
 	if s.cmds != nil {
 		if !commandsSupported {
 			root.Close()
@@ -310,10 +329,7 @@ func New(opts Options) (*Session, error) {
 // prepareCommands resolves the root's path and creates the private
 // temporary directory.
 func (s *Session) prepareCommands(root string) error {
-	abs, err := filepath.Abs(root)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
+	abs, err := resolvedRoot(root)
 	if err != nil {
 		return fmt.Errorf("workspace: resolve root: %w", err)
 	}
