@@ -273,7 +273,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--task-ttl", "soon"}, `agentmcp serve stdio: invalid value "soon" for --task-ttl: want a duration such as 90s, 5m or 1h`, stdio},
 		{[]string{"serve", "stdio", "--task-poll-interval", "500us"}, `agentmcp serve stdio: invalid value "500us" for --task-poll-interval: must be at least 1ms`, stdio},
 		{[]string{"serve", "stdio", "--task-ttl", "2s"}, `agentmcp serve stdio: --task-poll-interval (2s) must be shorter than --task-ttl (2s): a client polling at that pace could find a finished task already forgotten`, stdio},
-		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix [flags]"},
 		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: invalid value "-3" for --max-tasks-per-client: must be at least 1`, stdio},
 		{append(remoteArgs, "--max-tasks", "0"), `agentmcp serve remote: invalid value "0" for --max-tasks: must be at least 1`, remote},
 		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for --max-tasks: want a whole number`, stdio},
@@ -284,7 +284,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
 		{[]string{"serve", "http", "--token-file", "", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=false", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
-		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix [flags]"},
 		// serve remote's identity and admission, checked before anything is opened.
 		{[]string{"serve", "remote", "--public-url", "http://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},
 			`agentmcp serve remote: --public-url: must be an absolute https URL in canonical form (the scheme is not https (in lower case))`, remote},
@@ -296,10 +296,20 @@ func TestUsageErrors(t *testing.T) {
 		{append(remoteArgs, "--listen", "localhost:8080"), `agentmcp serve remote: --listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080`, remote},
 		{[]string{"version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"--version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
-		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre"`, "agentmcp help [COMMAND...]"},
-		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre" (did you mean "serve"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx" (did you mean "serve unix"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "htp"}, `agentmcp help: unknown command "serve htp" (did you mean "serve http"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "frobnicate"}, `agentmcp help: unknown command "serve frobnicate"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "version", "x"}, `agentmcp help: unknown command "version x"`, "agentmcp help [COMMAND...]"},
+		// The top level's own flags, and --help everywhere, are near misses too.
+		{[]string{"--verison"}, `agentmcp: unknown flag --verison (did you mean --version?)`, top},
+		{[]string{"-versoin"}, `agentmcp: unknown flag --versoin (did you mean --version?)`, top},
+		{[]string{"--hlep"}, `agentmcp: unknown flag --hlep (did you mean --help?)`, top},
+		{[]string{"serve", "--hepl"}, `agentmcp serve: unknown flag --hepl (did you mean --help?)`, serve},
+		{[]string{"serve", "stdio", "--hlep"}, `agentmcp serve stdio: unknown flag --hlep (did you mean --help?)`, stdio},
 		{[]string{"conversations", "list", "--rot", "x"}, `agentmcp conversations list: unknown flag --rot (did you mean --root?)`, "agentmcp conversations list [flags]"},
 	}
+	flagless := map[string]bool{"agentmcp help": true, "agentmcp version": true} // commands with no flag but -h
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, tt.args...)
 		if code != 2 || stdout != "" {
@@ -318,6 +328,8 @@ func TestUsageErrors(t *testing.T) {
 		path := strings.TrimSuffix(tt.line[:strings.Index(tt.line, ": ")], " ")
 		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Run '"+path+" --help' for ") {
 			t.Errorf("%q: the last line %q does not point at %s --help", tt.args, last, path)
+		} else if flagless[path] && strings.Contains(last, "flags") {
+			t.Errorf("%q: the last line %q points at flags %s has not", tt.args, last, path)
 		}
 		for _, l := range lines[1:] {
 			if strings.HasPrefix(l, "agentmcp") || strings.Contains(l, "level=") {

@@ -65,13 +65,13 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"Chat Completions endpoint (the API key, if any, from OPENAI_API_KEY only)"),
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
-		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt"),
 		store:            addStoreFlags(fs),
-		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per principal's conversation; "+
-			"more are refused as busy (needs --model)"),
+		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per conversation; "+
+			"more are refused as busy"),
 		approvalTimeout: durationFlag(fs, "approval-timeout", agent.DefaultApprovalTimeout, time.Nanosecond, agent.DefaultTurnTimeout,
 			"how long a turn's permission prompt or question waits for "+
-				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
+				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),

@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -556,45 +557,24 @@ func (s *Store) trim(ctx context.Context, tx pgx.Tx, id int64, maxBytes int) err
 	return err
 }
 
-// bound applies the store's bounds, never dropping conversation keep: at
-// a bound, the least recently updated conversation of the principal that
-// holds the most goes first, principal's own (the appender's) on a tie.
+// bound applies the store's bounds (turnjson.Bound), never dropping
+// conversation keep; a conversation's turns go with it (ON DELETE CASCADE).
 func (s *Store) bound(ctx context.Context, tx pgx.Tx, keep int64, principal string) error {
-	for _, b := range []struct {
-		total, held string
-		max         int64
-	}{
-		{`SELECT count(*) FROM agentmcp.conversations`, `count(*)`, int64(s.opts.MaxConversations)},
-		{`SELECT coalesce(sum(bytes), 0)::bigint FROM agentmcp.conversations`, `sum(bytes)`, s.opts.MaxBytes},
-	} {
-		if b.max <= 0 {
-			continue
-		}
-		victim := `WITH h AS (SELECT principal, ` + b.held + ` AS held FROM agentmcp.conversations GROUP BY principal)
-			SELECT c.id FROM agentmcp.conversations c JOIN h ON h.principal = c.principal
-			WHERE c.id != $1 ORDER BY h.held DESC, (c.principal = $2) DESC, c.updated, c.id LIMIT 1`
-		for {
-			var total int64
-			if err := tx.QueryRow(ctx, b.total).Scan(&total); err != nil {
-				return err
-			}
-			if total <= b.max {
-				break
-			}
-			var id int64
-			err := tx.QueryRow(ctx, victim, keep, principal).Scan(&id)
+	return turnjson.Bound(ctx, turnjson.Evictor{
+		Table: "agentmcp.conversations",
+		Arg:   func(n int) string { return "$" + strconv.Itoa(n) },
+		Int: func(ctx context.Context, query string, args ...any) (n int64, ok bool, err error) {
+			err = tx.QueryRow(ctx, query, args...).Scan(&n)
 			if errors.Is(err, pgx.ErrNoRows) {
-				break
+				return 0, false, nil
 			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM agentmcp.conversations WHERE id = $1`, id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+			return n, err == nil, err
+		},
+		Delete: func(ctx context.Context, id int64) error {
+			_, err := tx.Exec(ctx, `DELETE FROM agentmcp.conversations WHERE id = $1`, id)
+			return err
+		},
+	}, keep, principal, s.opts.MaxConversations, s.opts.MaxBytes)
 }
 
 // expire drops the conversations older than MaxAge (their turns with

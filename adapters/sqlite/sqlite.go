@@ -593,49 +593,24 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 	return err
 }
 
-// bound applies the store's bounds, never dropping conversation keep: at
-// a bound, the least recently updated conversation of the principal that
-// holds the most goes first, principal's own (the appender's) on a tie.
+// bound applies the store's bounds (turnjson.Bound), never dropping
+// conversation keep, after the age limit.
 func (s *Store) bound(ctx context.Context, tx *sql.Tx, keep int64, principal string) error {
 	if err := s.expire(ctx, tx); err != nil {
 		return err
 	}
-	// held is each principal's holding: its conversations, or its bytes.
-	for _, b := range []struct {
-		total, held string
-		max         int64
-	}{
-		{`SELECT count(*) FROM conversations`, `count(*)`, int64(s.opts.MaxConversations)},
-		{`SELECT coalesce(sum(bytes), 0) FROM conversations`, `sum(bytes)`, s.opts.MaxBytes},
-	} {
-		if b.max <= 0 {
-			continue
-		}
-		victim := `WITH h AS (SELECT principal, ` + b.held + ` AS held FROM conversations GROUP BY principal)
-			SELECT c.id FROM conversations c JOIN h ON h.principal = c.principal
-			WHERE c.id != ? ORDER BY h.held DESC, (c.principal = ?) DESC, c.updated, c.id LIMIT 1`
-		for {
-			var total int64
-			if err := s.queryRow(ctx, tx, b.total).Scan(&total); err != nil {
-				return err
-			}
-			if total <= b.max {
-				break
-			}
-			var id int64
-			err := s.queryRow(ctx, tx, victim, keep, principal).Scan(&id)
+	return turnjson.Bound(ctx, turnjson.Evictor{
+		Table: "conversations",
+		Arg:   func(int) string { return "?" },
+		Int: func(ctx context.Context, query string, args ...any) (n int64, ok bool, err error) {
+			err = s.queryRow(ctx, tx, query, args...).Scan(&n)
 			if errors.Is(err, sql.ErrNoRows) {
-				break
+				return 0, false, nil
 			}
-			if err != nil {
-				return err
-			}
-			if err := s.deleteConversation(ctx, tx, id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+			return n, err == nil, err
+		},
+		Delete: func(ctx context.Context, id int64) error { return s.deleteConversation(ctx, tx, id) },
+	}, keep, principal, s.opts.MaxConversations, s.opts.MaxBytes)
 }
 
 // expire drops the conversations older than MaxAge.
