@@ -302,6 +302,11 @@ func TestHoldTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ok {
+			// A claim left held when the test fails would keep its
+			// connection, and the store's Close waits for every one.
+			t.Cleanup(release)
+		}
 		return release, ok
 	}
 	releaseA, ok := hold(a, local)
@@ -322,7 +327,12 @@ func TestHoldTurn(t *testing.T) {
 	if !ok {
 		t.Fatal("replica B cannot claim the conversation once A released it")
 	}
-	c.SQL(t, db, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+	// With a timeout pg_terminate_backend waits for the backend to exit,
+	// and so to drop its locks; without one it only signals, and A's claim
+	// could come first on a loaded machine (it did, in CI).
+	if out := c.SQL(t, db, "SELECT pg_terminate_backend(pid, 60000) FROM pg_locks WHERE locktype = 'advisory' AND granted"); out != "t" {
+		t.Fatalf("terminating replica B's session: %q, want one t", out)
+	}
 	releaseA, ok = hold(a, local)
 	if !ok {
 		t.Fatal("replica A cannot claim the conversation after B's session died")
