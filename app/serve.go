@@ -36,6 +36,7 @@ type serveFlags struct {
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
+	ui                                uiLink // the turn view's link (docs/SPEC.md §2 "The turn view")
 
 	carrier     string        // the serve command's name ("stdio", "http", ...), set by check
 	modelClient *openai.Model // --model's client, made by check; nil without --model
@@ -75,6 +76,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),
 	}
+	fs.Var(&f.ui, "ui", "for which clients agent_submit links the turn view, an MCP App: `WHEN` is auto (the default: "+
+		"clients that declare the io.modelcontextprotocol/ui extension), always (every client: over legacy HTTP none can declare it) "+
+		"or never (needs --model)")
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
@@ -82,7 +86,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
-var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
+var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe", "ui",
 	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
@@ -170,6 +174,39 @@ func (f *serveFlags) logApprovals(logger *slog.Logger) {
 		logger.Info("approvals: the calling client approves writes when it declared form elicitation (2025-06-18 or later) " +
 			"or speaks 2026-07-28; other clients' writes are refused")
 	}
+}
+
+// uiLink is --ui: auto (the default), always or never, checked as the
+// flag is parsed.
+type uiLink struct{ link engine.ViewLink }
+
+var uiLinks = map[string]engine.ViewLink{"auto": engine.ViewAuto, "always": engine.ViewAlways, "never": engine.ViewNever}
+
+func (u *uiLink) String() string {
+	for name, l := range uiLinks {
+		if l == u.link {
+			return name
+		}
+	}
+	return "auto"
+}
+
+func (u *uiLink) Set(v string) error {
+	l, ok := uiLinks[v]
+	if !ok {
+		return errors.New("must be auto, always or never")
+	}
+	u.link = l
+	return nil
+}
+
+// view links agent_submit to the agent's turn view, for the clients --ui
+// says; without --model there is no turn to view.
+func (f *serveFlags) view() engine.ViewOptions {
+	if *f.model == "" {
+		return engine.ViewOptions{}
+	}
+	return engine.ViewOptions{ResourceURI: agent.ViewURI, Link: f.ui.link}
 }
 
 func (f *serveFlags) submitTool() domain.SubmitTool {
@@ -272,7 +309,7 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	eng, err := engine.New(s, engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
-		Tasks: f.tasks.options(),
+		Tasks: f.tasks.options(), View: f.view(),
 	})
 	if err != nil {
 		s.Close()

@@ -109,6 +109,10 @@ type origin interface {
 	// elicitor asks its legacy client through elicitation/create; nil when
 	// it cannot be asked (docs/SPEC.md §6).
 	elicitor() elicitFunc
+	// rendersApps reports whether its legacy client declared the UI
+	// extension (a stream's initialize capabilities; an exchange knows
+	// none): docs/SPEC.md §2 "The turn view".
+	rendersApps() bool
 }
 
 // elicitFunc sends a form to a legacy stream client and returns its
@@ -424,7 +428,7 @@ func (e *Engine) appendCacheable(b []byte) []byte {
 	return append(b, `,"cacheScope":"private"`...)
 }
 
-func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
+func (e *Engine) listTools(ctx context.Context, p *peer, in *inbound) reply {
 	if _, ok := in.param("cursor"); ok {
 		return answerErr(in.id, jsonrpc.InvalidParams("tools/list has one page; cursor is not supported"))
 	}
@@ -435,6 +439,11 @@ func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
 	list := cat.Tools()
 	if !structuredResults(in) {
 		list[len(list)-1].OutputSchema = nil // the submission tool's, last
+	}
+	if e.linksView(p, in) {
+		// The list differs per client: its hints say private already
+		// (cacheScope, appendCacheable), so no cache shares it.
+		list[len(list)-1].Meta = e.viewMeta
 	}
 	var tools []byte
 	if !in.modern && in.version == tasksVersion {

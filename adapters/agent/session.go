@@ -25,6 +25,7 @@ type Session struct {
 
 	mu      sync.Mutex           // guards running
 	running map[convKey]*running // the turns in progress, one per conversation
+	ended   ended                // the live state of turns that ended, for the view
 }
 
 // convKey names a conversation among the running turns: the principal and
@@ -38,6 +39,7 @@ type convKey struct {
 type running struct {
 	ctx  context.Context // the turn's: done once it is cancelled or out of time
 	done chan struct{}   // closed when the turn has ended
+	live *liveTurn       // what the view shows of it (docs/SPEC.md §2 "The turn view")
 
 	// prompts counts the prompts of its tools waiting for an answer: a
 	// turn waiting on one is superseded by a new submission of its
@@ -149,6 +151,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
 	me := newRunning(tctx)
+	me.live = newLiveTurn(key.name, sub.Prompt, time.Now())
 	defer me.supersede()
 	if err := s.begin(ctx, key, me); err != nil {
 		return ports.TurnResult{}, err
@@ -157,6 +160,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	// submission made once "turn finished" or "turn failed" is logged is
 	// never refused as busy by it.
 	release := sync.OnceFunc(func() {
+		s.ended.put(key, me.live) // before it leaves running: a read always finds it
 		s.mu.Lock()
 		delete(s.running, key)
 		s.mu.Unlock()
@@ -167,6 +171,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
 	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
 	if err != nil {
+		me.live.end(ports.TurnResult{}, err, false)
 		release()
 		if errors.Is(err, ports.ErrRefused) {
 			s.log.Info("submission refused", "reason", "conversation")
@@ -205,6 +210,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 		case tctx.Err() != nil:
 			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
+		me.live.end(ports.TurnResult{}, err, ctx.Err() != nil)
 		release()
 		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
@@ -212,6 +218,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	if stop := t.stop.Load(); stop != nil {
 		attrs = append(attrs, "stopped", string(stop.reason))
 	}
+	me.live.end(result, nil, false)
 	release()
 	s.log.Info("turn finished", attrs...)
 	return result, nil
