@@ -21,7 +21,7 @@ type live struct {
 	Steps                           []struct {
 		Step      int
 		Text      string
-		TextBytes int `json:"text_bytes"`
+		TextBytes int                            `json:"text_bytes"`
 		ToolCalls []struct{ Name, State string } `json:"tool_calls"`
 	}
 	Pending *struct {
