@@ -96,7 +96,8 @@ const view = {
   result: null, // the tool call's result, from tool-result
   followed: null, // the live state's id this view follows
   ended: false,
-  diffsOf: null, // the turn whose diffs are shown
+  diffsOf: null, // the turn whose diffs were read
+  diffText: undefined, // their text, once read
   timer: 0,
   delay: POLL_MS,
   closed: false,
@@ -222,17 +223,18 @@ async function finish(r) {
   renderAnswer(r.response, r.response_cut_from);
   renderUsage(r.usage);
   const files = Array.isArray(r.changed_files) ? r.changed_files : [];
-  renderFiles(files);
+  renderFiles(files, view.diffText);
   if (!files.length || !r.turn || view.diffsOf === r.turn) return;
   view.diffsOf = r.turn;
   try {
     const res = await app.readServerResource({ uri: `agentmcp://conversations/${encodeURIComponent(r.conversation || view.conversation)}/turns/${Number(r.turn)}/changes` });
     const c = res && Array.isArray(res.contents) ? res.contents[0] : null;
-    renderFiles(files, c && typeof c.text === "string" ? c.text : "");
+    view.diffText = c && typeof c.text === "string" ? c.text : "";
   } catch {
-    renderFiles(files, "");
+    view.diffText = "";
     setStatus(`Turn ${r.turn} finished; its diffs could not be read.`);
   }
+  renderFiles(files, view.diffText);
 }
 
 // apply shows one read of the live state, if it is the turn this view
@@ -338,10 +340,13 @@ app.ontoolresult = (r) => {
   view.result = sc;
   if (typeof sc.conversation === "string") view.conversation = sc.conversation;
   finish(sc);
-  // One more read shows the ended turn's steps, when the server still
-  // has them (a view opened on an old turn shows its result alone).
+  // One more read, now, shows the ended turn's last steps, when the
+  // server still has them (a view opened on an old turn shows its result
+  // alone).
+  clearTimeout(view.timer);
+  view.timer = 0;
   view.closed = false;
-  if (!view.timer) poll();
+  poll();
 };
 
 app.ontoolcancelled = () => {
