@@ -17,6 +17,10 @@
 #                            scripts/node/package-lock.json) into
 #                            scripts/node/node_modules and puts its bin first
 #                            on PATH, exported for everything the script runs
+#   need_chromium            makes sure Debian's chromium is on PATH (the
+#                            browser test's, browser/): installed with
+#                            apt-get when missing (as root), never a browser
+#                            build of a test tool's own
 #   need_test_user           prints the name of the unprivileged user the
 #                            security tests also run as (scripts/test.sh):
 #                            agentmcp-test, a system user without a home or a
@@ -95,6 +99,10 @@ need_node() {
 	hash -r
 	(($(node_major) >= 20)) ||
 		die "node on PATH is $(node --version 2>/dev/null || echo missing) even after installing Node 22 into scripts/node: @modelcontextprotocol/sdk needs Node 20 or later"
+}
+
+need_chromium() {
+	need_cmd chromium chromium
 }
 
 need_test_user() {
