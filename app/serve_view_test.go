@@ -28,6 +28,11 @@ func TestServeTurnView(t *testing.T) {
 		if ui["resourceUri"] != "ui://agentmcp/turn" {
 			t.Fatalf("%s: a client that renders apps sees agent_submit's _meta %v", carrier, meta)
 		}
+		d := c.do(modernCall(5, "server/discover", `"x":0`, `{}`), 5, "server/discover", "")
+		ext, _ := d["result"].(map[string]any)["capabilities"].(map[string]any)["extensions"].(map[string]any)
+		if _, ok := ext["io.modelcontextprotocol/ui"]; !ok {
+			t.Errorf("%s: server/discover declares the extensions %v, without io.modelcontextprotocol/ui", carrier, ext)
+		}
 		if m := submitMeta(c, 2, `{}`); m != nil {
 			t.Errorf("%s: a client that renders no apps sees _meta %v", carrier, m)
 		}

@@ -360,6 +360,9 @@ func (e *Engine) initialize(p *peer, in *inbound, inBatch bool) reply {
 	if version == tasksVersion {
 		b = appendLegacyTasksCaps(b, p) // docs/SPEC.md §14
 	}
+	if e.viewMeta != nil {
+		b = append(b, `,"extensions":{`+uiExtensionCap+`}`...) // docs/SPEC.md §2 "The turn view"
+	}
 	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
@@ -392,7 +395,11 @@ func (e *Engine) discover(_ context.Context, _ *peer, in *inbound) reply {
 	b := e.resultHead(make([]byte, 0, 512), in, "complete")
 	b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...))
-	b = append(b, `,"extensions":{"`+extTasks+`":{}}}`...)
+	b = append(b, `,"extensions":{"`+extTasks+`":{}`...)
+	if e.viewMeta != nil {
+		b = append(b, ","+uiExtensionCap...) // docs/SPEC.md §2 "The turn view"
+	}
+	b = append(b, `}}`...)
 	if e.instructions != "" {
 		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}

@@ -44,6 +44,11 @@ type ViewOptions struct {
 
 var errViewURI = errors.New("engine: the view's ResourceURI must be a ui:// URI")
 
+// uiExtensionCap is the extension as the server declares it, among its
+// capabilities' extensions (initialize, server/discover) whenever it
+// links a view: the extension has no server settings, so {}.
+const uiExtensionCap = `"` + domain.UIExtension + `":{}`
+
 // viewMeta is the submission tool's _meta when it links the view: the
 // resource, and visibility ["model"], so a host never lets an app call
 // the submission tool (the view calls no tool: docs/SPEC.md §2).

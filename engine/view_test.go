@@ -127,6 +127,39 @@ func TestViewLinkExchange(t *testing.T) {
 	}
 }
 
+// TestViewDeclared: an engine that links a view declares the extension
+// among its capabilities' extensions, in initialize and server/discover
+// (the extensions' negotiation: both sides declare it); one that links
+// none, or never, declares nothing new.
+func TestViewDeclared(t *testing.T) {
+	const ui = `"io.modelcontextprotocol/ui":{}`
+	for _, tc := range []struct {
+		opts engine.ViewOptions
+		want bool
+	}{
+		{engine.ViewOptions{ResourceURI: viewURI}, true},
+		{engine.ViewOptions{ResourceURI: viewURI, Link: engine.ViewNever}, false},
+		{engine.ViewOptions{}, false},
+	} {
+		e, err := engine.New(fake.New(), engine.Options{View: tc.opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, e)
+		c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		_, init := rawRecv(t, c)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		_, disc := rawRecv(t, c)
+		if strings.Contains(init, `"extensions":{`+ui+`}`) != tc.want || strings.Contains(disc, `"extensions":{"io.modelcontextprotocol/tasks":{},`+ui+`}`) != tc.want {
+			t.Errorf("%+v: initialize %s\nserver/discover %s\nwant the extension declared %v", tc.opts, init, disc, tc.want)
+		}
+		if !strings.Contains(disc, `"io.modelcontextprotocol/tasks":{}`) {
+			t.Errorf("%+v: server/discover lost the tasks extension: %s", tc.opts, disc)
+		}
+		shutdown(t, e)
+	}
+}
+
 // TestViewURIChecked: a view that is not a ui:// resource fails New.
 func TestViewURIChecked(t *testing.T) {
 	for _, uri := range []string{"https://example.com/view", "ui://", "file:///x.html"} {
