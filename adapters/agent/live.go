@@ -248,6 +248,16 @@ func (l *liveTurn) end(res ports.TurnResult, err error, cancelled bool) {
 	})
 }
 
+// settle marks a turn that left without end (a panic unwinding Submit)
+// as failed, so no read shows it running for ever.
+func (l *liveTurn) settle() {
+	l.update(func(v *liveJSON) {
+		if v.State == liveRunning || v.State == liveWaiting {
+			v.State, v.Pending, v.Error = liveFailed, nil, "the turn ended without a result"
+		}
+	})
+}
+
 // snapshot is the live state's JSON text.
 func (l *liveTurn) snapshot() ([]byte, error) {
 	l.mu.Lock()

@@ -183,3 +183,30 @@ func TestLiveBounds(t *testing.T) {
 		t.Errorf("response: %d bytes cut from %d", len(l.Response), l.ResponseCut)
 	}
 }
+
+// panicModel panics in its first step, after some text.
+type panicModel struct{}
+
+func (panicModel) Step(_ context.Context, req ports.ModelRequest) (ports.AssistantMessage, error) {
+	req.OnText("half")
+	panic("the model adapter broke")
+}
+func (panicModel) Describe() ports.ModelDescription { return ports.ModelDescription{Model: "panic"} }
+
+// TestLiveSettlesAPanic: a turn whose Submit unwinds in a panic (the
+// engine recovers it) is shown failed, never running for ever.
+func TestLiveSettlesAPanic(t *testing.T) {
+	r := newRig(t, rigOptions{script: []chatscript.Reply{text("unused")}})
+	s, err := agent.New(r.ws, panicModel{}, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { recover() }()
+		s.Submit(t.Context(), ports.Submission{Prompt: "p"}, newCaller())
+	}()
+	l, err := readLive(t, s.Features(), "default", ports.Principal{})
+	if err != nil || l.State != "failed" || len(l.Steps) != 1 || l.Steps[0].Text != "half" {
+		t.Fatalf("after the panic: %+v, %v", l, err)
+	}
+}

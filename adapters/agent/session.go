@@ -160,6 +160,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	// submission made once "turn finished" or "turn failed" is logged is
 	// never refused as busy by it.
 	release := sync.OnceFunc(func() {
+		me.live.settle()
 		s.ended.put(key, me.live) // before it leaves running: a read always finds it
 		s.mu.Lock()
 		delete(s.running, key)
