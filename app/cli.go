@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -35,7 +37,7 @@ OpenAI-compatible Chat Completions endpoint: --model-url URL (default
 $OPENAI_BASE_URL, else https://api.openai.com/v1; Ollama:
 http://127.0.0.1:11434/v1), the key from OPENAI_API_KEY only,
 --system-prompt-file PATH to replace its system prompt, --max-turns N for
-the turns run at once (one per principal's conversation; default 4). Its
+the turns run at once (one per conversation; default 4). Its
 conversations are kept in --state-dir DIR (default
 $XDG_STATE_HOME/agentmcp), or in memory only with --ephemeral. Without
 --model the submission tool is refused.
@@ -167,12 +169,18 @@ func (c *command) exec(ctx context.Context, path string, args []string, inv *inv
 	run := c.setup(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeHelp(inv.stdout, path, c)
+			writeHelp(inv.stdout, path, c, inv.rules)
 			return 0
 		}
 		return usageError(inv.stderr, path, c, c.flagError(fs, err))
 	}
 	if !c.args && fs.NArg() > 0 {
+		if i := len(args) - fs.NArg() - 1; i >= 0 && secretFlag(flagName(args[i])) {
+			// "--persistent-token <token>": a bool flag takes no value, and
+			// what was meant as one may be the secret itself.
+			return usageError(inv.stderr, path, c, fmt.Sprintf("unexpected argument after --%[1]s (not shown: it may be a secret; --%[1]s takes no value)",
+				flagName(args[i])))
+		}
 		return usageError(inv.stderr, path, c, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	given := givenFlags(fs)
@@ -195,7 +203,7 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 	a := args[0]
 	switch {
 	case isHelpFlag(a):
-		writeHelp(inv.stdout, path, c)
+		writeHelp(inv.stdout, path, c, inv.rules)
 		return 0
 	case c == inv.root && (a == "--version" || a == "-version"):
 		if v := c.find("version"); v != nil {
@@ -208,17 +216,22 @@ func (c *command) execGroup(ctx context.Context, path string, args []string, inv
 	sub := c.find(a)
 	if sub == nil {
 		msg := fmt.Sprintf("unknown %s %q", c.kind(), a)
-		var names []string
-		for _, s := range c.subs {
-			names = append(names, s.name)
-		}
-		if near := didYouMean(a, names); near != "" {
+		if near := didYouMean(a, c.subNames()); near != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		return usageError(inv.stderr, path, c, msg)
 	}
 	inv.rules = append(inv.rules, c.rules...)
 	return sub.exec(ctx, path+" "+sub.name, args[1:], inv)
+}
+
+// subNames are the names of group c's commands, in table order.
+func (c *command) subNames() []string {
+	var names []string
+	for _, s := range c.subs {
+		names = append(names, s.name)
+	}
+	return names
 }
 
 func (c *command) find(name string) *command {
@@ -232,23 +245,37 @@ func (c *command) find(name string) *command {
 
 // groupFlagError is the usage error of a flag given to group c before its
 // command: one its commands all take (groupFlags), or the nearest such,
-// belongs after the command ("agentmcp serve --root . stdio").
+// belongs after the command ("agentmcp serve --root . stdio"); the nearest
+// of the group's own flags (groupOwnFlags) is suggested as it is.
 func (c *command) groupFlagError(path, name string) string {
 	msg := "unknown flag --" + name
-	if c.groupFlags == nil || len(c.subs) == 0 {
-		return msg
-	}
-	fs := flag.NewFlagSet(path, flag.ContinueOnError)
-	c.groupFlags(fs)
-	if fs.Lookup(name) != nil {
-		return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
-	}
+	own := groupOwnFlags(path)
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if near := didYouMean(name, names); near != "" {
+	if c.groupFlags != nil && len(c.subs) > 0 {
+		fs := flag.NewFlagSet(path, flag.ContinueOnError)
+		c.groupFlags(fs)
+		if fs.Lookup(name) != nil {
+			return fmt.Sprintf("--%s goes after the %s, as in '%s %s --%s …'", name, c.kind(), path, c.subs[0].name, name)
+		}
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	}
+	switch near := didYouMean(name, append(names, own...)); {
+	case near == "":
+		return msg
+	case slices.Contains(own, near):
+		return msg + " (did you mean --" + near + "?)"
+	default:
 		return fmt.Sprintf("%s (did you mean --%s? it goes after the %s, as in '%s %s --%s …')", msg, near, c.kind(), path, c.subs[0].name, near)
 	}
-	return msg
+}
+
+// groupOwnFlags are the flags a group at path takes itself, as its help
+// lists them: --help, and at the top level --version.
+func groupOwnFlags(path string) []string {
+	if !strings.Contains(path, " ") {
+		return []string{"help", "version"}
+	}
+	return []string{"help"}
 }
 
 func (c *command) kind() string {
@@ -271,7 +298,7 @@ func (c *command) flagError(fs *flag.FlagSet, err error) string {
 		if hint, ok := c.hints[name]; ok {
 			return "--" + name + ": " + hint
 		}
-		var names []string
+		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		if near := didYouMean(name, names); near != "" {
 			return "unknown flag --" + name + " (did you mean --" + near + "?)"
@@ -301,7 +328,34 @@ func (c *command) flagError(fs *flag.FlagSet, err error) string {
 	if why == "parse error" || why == "value out of range" {
 		why = wanted(fs.Lookup(name))
 	}
+	if secretFlag(name) {
+		return fmt.Sprintf("invalid value for --%s (not shown: it may be a secret): %s", name, why)
+	}
 	return fmt.Sprintf("invalid value %q for --%s: %s", value, name, why)
+}
+
+// secretFlag reports whether the flag called name is named for a secret
+// (its last word token, secret, password, passphrase, key or credential:
+// --persistent-token, --api-key), so a usage error never shows a value
+// given to it — someone may have put the token itself there. A flag that
+// names where a secret is (--token-file, --secret-env) is not one.
+func secretFlag(name string) bool {
+	words := strings.Split(strings.ToLower(name), "-")
+	switch words[len(words)-1] {
+	case "token", "secret", "password", "passphrase", "key", "credential", "credentials":
+		return true
+	}
+	return false
+}
+
+// flagName is the name of the flag argument a ("--name=value" → "name"),
+// or "" when a is not a flag.
+func flagName(a string) string {
+	if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
 }
 
 // wanted says what a flag of a built-in type takes.
@@ -324,10 +378,72 @@ func wanted(f *flag.Flag) string {
 }
 
 // usageError writes "<path>: <msg>" and c's usage on w, and returns 2.
+// It is where every usage error is rendered, so it bounds what msg echoes
+// of the command line (boundEchoes): a 1 MB value gives a short line.
 func usageError(w io.Writer, path string, c *command, msg string) int {
-	fmt.Fprintf(w, "%s: %s\n", path, msg)
+	fmt.Fprintf(w, "%s: %s\n", path, boundEchoes(msg))
 	writeUsage(w, path, c)
 	return 2
+}
+
+const (
+	// maxEcho is how much of a value a usage error shows: the first
+	// maxEcho bytes (whole characters), then "…".
+	maxEcho = 64
+	// maxUsageLine bounds a usage error's message, whatever it echoes.
+	maxUsageLine = 400
+)
+
+// boundEchoes bounds what msg shows of values from the command line, in
+// the two forms they take in a usage error: a Go-quoted string (%q, as the
+// flag package and this package quote values, names and arguments) keeps
+// its first maxEcho bytes, then "…" inside the quotes; any other run of
+// non-space bytes longer than maxEcho (an unknown flag's name, a path in
+// an error) likewise. The message is then cut at maxUsageLine bytes.
+func boundEchoes(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		switch {
+		case msg[i] == ' ':
+			b.WriteByte(' ')
+			i++
+			continue
+		case msg[i] == '"':
+			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				i += len(q)
+				if v, err := strconv.Unquote(q); err == nil && len(v) > maxEcho {
+					q = strconv.Quote(cutBytes(v, maxEcho) + "…")
+				}
+				b.WriteString(q)
+				continue
+			}
+		}
+		j := len(msg)
+		if k := strings.IndexAny(msg[i+1:], " \""); k >= 0 {
+			j = i + 1 + k
+		}
+		if word := msg[i:j]; len(word) > maxEcho {
+			b.WriteString(cutBytes(word, maxEcho) + "…")
+		} else {
+			b.WriteString(word)
+		}
+		i = j
+	}
+	if out := b.String(); len(out) > maxUsageLine {
+		return cutBytes(out, maxUsageLine) + "…"
+	}
+	return b.String()
+}
+
+// cutBytes is s's first n bytes at most, not splitting a UTF-8 character.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // helpCommand is "agentmcp help [COMMAND...]".
@@ -340,14 +456,21 @@ var helpCommand = &command{
 	setup: func(*flag.FlagSet) runFunc {
 		return func(_ context.Context, inv *invocation) int {
 			c, path := inv.root, inv.root.name
+			var rules []flagRule // the rules of the groups above c
 			for _, name := range inv.fs.Args() {
 				sub := c.find(name)
 				if sub == nil {
-					return inv.usageError("unknown command %q", strings.TrimPrefix(path+" "+name, inv.root.name+" "))
+					rel := func(n string) string { return strings.TrimPrefix(path+" "+n, inv.root.name+" ") }
+					msg := fmt.Sprintf("unknown command %q", rel(name))
+					if near := didYouMean(name, c.subNames()); near != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", rel(near))
+					}
+					return inv.usageError("%s", msg)
 				}
+				rules = append(rules, c.rules...)
 				c, path = sub, path+" "+name
 			}
-			writeHelp(inv.stdout, path, c)
+			writeHelp(inv.stdout, path, c, rules)
 			return 0
 		}
 	},

@@ -2,11 +2,13 @@ package app
 
 import (
 	"flag"
+	"fmt"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -193,6 +195,82 @@ func TestFlagRulesReadValues(t *testing.T) {
 	}
 }
 
+// TestHelpMarksNeeds: in every help that lists flags (a command's, and a
+// group's flags every command takes), a flag that a rule says needs
+// another is marked "(needs --OTHER)", and no other flag is: the mark
+// comes from the rules, so it is never missing (it was on 3 of the 11
+// flags --model turns on).
+func TestHelpMarksNeeds(t *testing.T) {
+	var walk func(c *command, words []string, inherited []flagRule)
+	walk = func(c *command, words []string, inherited []flagRule) {
+		rules := append(append([]flagRule{}, inherited...), c.rules...)
+		needs := map[string][]string{}
+		for _, r := range rules {
+			if r.needs != "" {
+				for _, name := range r.flags {
+					needs[name] = append(needs[name], r.needs)
+				}
+			}
+		}
+		var out, errOut strings.Builder
+		if code := Main(t.Context(), append([]string{"help"}, words...), strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("help %q: exit %d: %s", words, code, errOut.String())
+		}
+		rows := helpFlagRows(out.String())
+		if c.subs == nil && len(rows) == 0 || c.groupFlags != nil && len(rows) == 0 {
+			t.Errorf("help %q lists no flags", words)
+		}
+		marked := 0
+		for name, text := range rows {
+			for _, n := range needs[name] {
+				if !strings.Contains(text, "(needs --"+n+")") {
+					t.Errorf("help %q: --%s lacks \"(needs --%s)\": %q", words, name, n, text)
+				}
+				marked++
+			}
+			if len(needs[name]) == 0 && strings.Contains(text, "(needs ") {
+				t.Errorf("help %q: --%s is marked, but no rule says it needs a flag: %q", words, name, text)
+			}
+		}
+		if c.name == "serve" && marked < len(agentFlags)+3 {
+			t.Errorf("help %q: %d flags marked, want the %d agent flags and the 3 of run_command at least", words, marked, len(agentFlags))
+		}
+		for _, s := range c.subs {
+			walk(s, append(append([]string{}, words...), s.name), rules)
+		}
+	}
+	walk(commandLine, nil, nil)
+}
+
+// helpFlagRows reads the flag lists of a help text: each flag's name
+// (without dashes) and its text, its wrapped lines joined.
+func helpFlagRows(help string) map[string]string {
+	rows := map[string]string{}
+	in, name := false, ""
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Flags"):
+			in, name = true, ""
+			continue
+		case line == "" || !strings.HasPrefix(line, "  "):
+			in, name = false, ""
+		}
+		if !in {
+			continue
+		}
+		if strings.HasPrefix(line, "  -") {
+			f := strings.Fields(line)
+			name = strings.TrimLeft(strings.TrimSuffix(f[0], ","), "-")
+			rows[name] = strings.Join(f[1:], " ")
+			continue
+		}
+		if name != "" {
+			rows[name] = strings.TrimSpace(rows[name] + " " + strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return rows
+}
+
 func TestDidYouMean(t *testing.T) {
 	names := []string{"root", "port", "token-file", "persistent-token", "ask-client", "model", "model-url"}
 	for _, c := range []struct{ unknown, want string }{
@@ -225,5 +303,86 @@ func TestWriteChangeEscapesTheDiff(t *testing.T) {
 	want := "[changed a\\x1b]0;t\\a.go +1 -1]\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-\told\n+\tnew\\x1b]52;c;eA==\\a\n"
 	if b.String() != want {
 		t.Errorf("writeChange printed\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestUsageErrorsBoundValues: a usage error shows at most maxEcho bytes of
+// a value it echoes, then "…", whatever the value's size: a 1 MB value
+// given to every flag that checks its value, as an unknown flag's name, a
+// command, an argument, or a value checked in the command's run, gives one
+// short line (it gave a 1 MB line). A value given to a flag named for a
+// secret (--persistent-token=<token>, a token where a bool goes) is never
+// shown, nor an argument right after such a flag.
+func TestUsageErrorsBoundValues(t *testing.T) {
+	const maxLine = 512
+	big := "v4lue" + strings.Repeat("x", 1<<20)
+	shown := big[:maxEcho/2] // what the line holds of it at least (a flag's dashes, a path's words may come first)
+	usage := func(t *testing.T, args []string, secret bool) {
+		t.Helper()
+		var out, errOut strings.Builder
+		code := Main(t.Context(), args, strings.NewReader(""), &out, &errOut)
+		first, _, _ := strings.Cut(errOut.String(), "\n")
+		name := fmt.Sprintf("%.100q", args)
+		switch {
+		case code != 2 || out.Len() != 0:
+			t.Errorf("%s: exit %d, stdout %d bytes; want 2 and nothing", name, code, out.Len())
+		case len(errOut.String()) > 4*maxLine || len(first) > maxLine:
+			t.Errorf("%s: stderr %d bytes, its first line %d; want a line of at most %d: %.300q", name, errOut.Len(), len(first), maxLine, first)
+		case secret && strings.Contains(errOut.String(), big[:8]):
+			t.Errorf("%s: a secret's value is shown: %.300q", name, first)
+		case !secret && (!strings.Contains(first, shown) || !strings.Contains(first, "x…")):
+			t.Errorf("%s: %.300q does not show the value's first bytes, then …", name, first)
+		}
+	}
+	for _, l := range leaves(commandLine, "") {
+		words := strings.Fields(l.path)
+		leafFlags(l.path, l.cmd).VisitAll(func(f *flag.Flag) {
+			probe := leafFlags(l.path, l.cmd).Lookup(f.Name)
+			if probe.Value.Set(big) == nil {
+				return // any text goes (a path, a name): the run checks it, or nothing does
+			}
+			usage(t, append(append([]string{}, words...), "--"+f.Name+"="+big), secretFlag(f.Name))
+		})
+	}
+	remote := []string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"}
+	for _, args := range [][]string{
+		{big},                                    // an unknown command
+		{"--" + big},                             // an unknown flag of the top level
+		{"serve", big},                           // an unknown carrier
+		{"serve", "--" + big},                    // an unknown flag of a group
+		{"serve", "stdio", "--" + big},           // an unknown flag of a command
+		{"serve", "stdio", big},                  // an unexpected argument
+		{"help", "serve", big},                   // help's unknown command
+		{"serve", "stdio", "--submit-name", big}, // checked in the run
+		{"conversations", "show", "--conversation", big},
+		append(remote, "--trusted-proxy", big),
+		append(remote, "--scope", "a "+big),
+	} {
+		usage(t, args, false)
+	}
+	for _, args := range [][]string{
+		{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=" + big},
+		{"serve", "http", "--token-file", "/tmp/t", "--persistent-token", big},
+		{"serve", "http", "--token-file", "/tmp/t", "--persistent-token", "--rotate-token", big},
+	} {
+		usage(t, args, true)
+	}
+}
+
+// TestBoundEchoes: a long quoted value or word is cut on a character, not
+// inside one; short ones, and the rest of the message, are left as written.
+func TestBoundEchoes(t *testing.T) {
+	long := strings.Repeat("é", 100) // 200 bytes
+	for _, c := range []struct{ in, want string }{
+		{`invalid value "abc" for --port: want a port`, `invalid value "abc" for --port: want a port`},
+		{`unknown command "` + long + `"`, `unknown command "` + strings.Repeat("é", 32) + `…"`},
+		{`unknown flag --` + long, `unknown flag --` + strings.Repeat("é", 31) + `…`},
+		{`a "quote that does not end`, `a "quote that does not end`},
+		{`--x "a\"b" ok`, `--x "a\"b" ok`},
+	} {
+		got := boundEchoes(c.in)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("boundEchoes(%.80q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

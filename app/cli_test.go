@@ -243,6 +243,19 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--model-url", "ftp://127.0.0.1/v1"}, `agentmcp serve stdio: --model-url: the base URL must be an absolute http or https URL, such as http://127.0.0.1:11434/v1`, stdio},
 		// The conversation store's flags.
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --ephemeral and --state-dir exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "sqlite:/tmp/x.db", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --store and --state-dir exclude each other: --store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--store", "sqlite:/tmp/x.db"}, `agentmcp serve stdio: --ephemeral and --store exclude each other: --ephemeral keeps conversations in memory only: use one or the other`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store-password-file", "/tmp/pw"}, `agentmcp serve stdio: --store-password-file needs --store: it is the password of --store's PostgreSQL database`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "mysql://db"}, `agentmcp serve stdio: invalid value "mysql://db" for --store: want sqlite:PATH or postgres://USER@HOST:PORT/DB`, stdio},
+		{[]string{"serve", "stdio", "--store", "sqlite:/tmp/x.db"}, `agentmcp serve stdio: --store needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		// Replicas (docs/SPEC.md §14 "Replicas").
+		{[]string{"serve", "stdio", "--model", "m", "--lease", "1s"}, `agentmcp serve stdio: --lease needs --store: it is the lease of a PostgreSQL --store's shared tasks and rounds`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "sqlite:/tmp/x.db", "--lease", "1s"}, `agentmcp serve stdio: --lease is the lease of a PostgreSQL store's shared tasks and rounds: give --store postgres://…`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--store", "postgres://u@127.0.0.1:1/db", "--lease", "10ms"}, `agentmcp serve stdio: invalid value "10ms" for --lease: must be at least 100ms`, stdio},
+		{[]string{"serve", "stdio", "--lease", "1s"}, `agentmcp serve stdio: --lease needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--workspace-id", "team"}, `agentmcp serve stdio: --workspace-id needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "stdio", "--model", "m", "--workspace-id", "a b"}, `agentmcp serve stdio: invalid value "a b" for --workspace-id: want 1 to 256 letters, digits and . _ - : / (the same on every replica of the workspace)`, stdio},
+		{[]string{"conversations", "list", "--store", "sqlite:/tmp/x.db", "--state-dir", "/tmp/x"}, `agentmcp conversations list: --store and --state-dir exclude each other: --store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other`, "agentmcp conversations list [flags]"},
 		{[]string{"serve", "stdio", "--model", "m", "--ephemeral", "--history-bytes", "100"}, `agentmcp serve stdio: invalid value "100" for --history-bytes: must be at least 1024`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations: must be at least 1`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--max-conversations-per-principal", "0"}, `agentmcp serve stdio: invalid value "0" for --max-conversations-per-principal: must be at least 1`, stdio},
@@ -262,7 +275,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--task-ttl", "soon"}, `agentmcp serve stdio: invalid value "soon" for --task-ttl: want a duration such as 90s, 5m or 1h`, stdio},
 		{[]string{"serve", "stdio", "--task-poll-interval", "500us"}, `agentmcp serve stdio: invalid value "500us" for --task-poll-interval: must be at least 1ms`, stdio},
 		{[]string{"serve", "stdio", "--task-ttl", "2s"}, `agentmcp serve stdio: --task-poll-interval (2s) must be shorter than --task-ttl (2s): a client polling at that pace could find a finished task already forgotten`, stdio},
-		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/s", "--max-tasks-per-client", "0"}, `agentmcp serve unix: invalid value "0" for --max-tasks-per-client: must be at least 1`, "agentmcp serve unix [flags]"},
 		{[]string{"serve", "stdio", "--max-tasks-per-client", "-3"}, `agentmcp serve stdio: invalid value "-3" for --max-tasks-per-client: must be at least 1`, stdio},
 		{append(remoteArgs, "--max-tasks", "0"), `agentmcp serve remote: invalid value "0" for --max-tasks: must be at least 1`, remote},
 		{[]string{"serve", "stdio", "--max-tasks", "many"}, `agentmcp serve stdio: invalid value "many" for --max-tasks: want a whole number`, stdio},
@@ -273,7 +286,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
 		{[]string{"serve", "http", "--token-file", "", "--persistent-token"}, `agentmcp serve http: --persistent-token needs --token-file: the file that keeps the token`, http},
 		{[]string{"serve", "http", "--token-file", "/tmp/t", "--persistent-token=false", "--rotate-token"}, `agentmcp serve http: --rotate-token needs --persistent-token: it writes a new token into the persistent token's file`, http},
-		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix --socket PATH [flags]"},
+		{[]string{"serve", "unix", "--socket", "/tmp/" + strings.Repeat("s", 200)}, `agentmcp serve unix: --socket is 205 bytes long; a socket path holds at most 107 bytes on this system (sun_path): use a shorter one, say under $XDG_RUNTIME_DIR`, "agentmcp serve unix [flags]"},
 		// serve remote's identity and admission, checked before anything is opened.
 		{[]string{"serve", "remote", "--public-url", "http://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"},
 			`agentmcp serve remote: --public-url: must be an absolute https URL in canonical form (the scheme is not https (in lower case))`, remote},
@@ -285,10 +298,20 @@ func TestUsageErrors(t *testing.T) {
 		{append(remoteArgs, "--listen", "localhost:8080"), `agentmcp serve remote: --listen must be a literal IP:PORT, such as 127.0.0.1:8080 or [::1]:8080`, remote},
 		{[]string{"version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
 		{[]string{"--version", "extra"}, `agentmcp version: unexpected argument "extra"`, "agentmcp version"},
-		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre"`, "agentmcp help [COMMAND...]"},
-		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "sevre"}, `agentmcp help: unknown command "sevre" (did you mean "serve"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "unixx"}, `agentmcp help: unknown command "serve unixx" (did you mean "serve unix"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "htp"}, `agentmcp help: unknown command "serve htp" (did you mean "serve http"?)`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "serve", "frobnicate"}, `agentmcp help: unknown command "serve frobnicate"`, "agentmcp help [COMMAND...]"},
+		{[]string{"help", "version", "x"}, `agentmcp help: unknown command "version x"`, "agentmcp help [COMMAND...]"},
+		// The top level's own flags, and --help everywhere, are near misses too.
+		{[]string{"--verison"}, `agentmcp: unknown flag --verison (did you mean --version?)`, top},
+		{[]string{"-versoin"}, `agentmcp: unknown flag --versoin (did you mean --version?)`, top},
+		{[]string{"--hlep"}, `agentmcp: unknown flag --hlep (did you mean --help?)`, top},
+		{[]string{"serve", "--hepl"}, `agentmcp serve: unknown flag --hepl (did you mean --help?)`, serve},
+		{[]string{"serve", "stdio", "--hlep"}, `agentmcp serve stdio: unknown flag --hlep (did you mean --help?)`, stdio},
 		{[]string{"conversations", "list", "--rot", "x"}, `agentmcp conversations list: unknown flag --rot (did you mean --root?)`, "agentmcp conversations list [flags]"},
 	}
+	flagless := map[string]bool{"agentmcp help": true, "agentmcp version": true} // commands with no flag but -h
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, tt.args...)
 		if code != 2 || stdout != "" {
@@ -307,6 +330,8 @@ func TestUsageErrors(t *testing.T) {
 		path := strings.TrimSuffix(tt.line[:strings.Index(tt.line, ": ")], " ")
 		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Run '"+path+" --help' for ") {
 			t.Errorf("%q: the last line %q does not point at %s --help", tt.args, last, path)
+		} else if flagless[path] && strings.Contains(last, "flags") {
+			t.Errorf("%q: the last line %q points at flags %s has not", tt.args, last, path)
 		}
 		for _, l := range lines[1:] {
 			if strings.HasPrefix(l, "agentmcp") || strings.Contains(l, "level=") {

@@ -8,12 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/agentmcp/agentmcp/adapters/postgres"
 	"github.com/agentmcp/agentmcp/adapters/sqlite"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
@@ -79,16 +79,21 @@ const (
 // is --root's default ("": every root); extra is which of --limit and
 // --conversation it takes.
 func conversationsLeaf(name, summary, example, rootDefault string, extra int,
-	run func(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error) *command {
+	run func(ctx context.Context, w io.Writer, s ports.ConversationStore, sel selection) error) *command {
 	return &command{
 		name: name, summary: summary, synopsis: "[flags]", example: example,
+		rules: append([]flagRule{{flags: []string{"workspace-id"}, excludes: "root",
+			why: "--workspace-id names the workspace as the servers that used it did (--root finds it by its real path): use one or the other"}},
+			storeRules...),
 		setup: func(flags *flag.FlagSet) runFunc {
 			dirFlag := addStateDirFlag(flags)
+			storeFlag := addStoreLocationFlags(flags)
 			rootUsage := "the workspace `DIR` whose conversations to " + name
 			if rootDefault == "" {
 				rootUsage = "only the conversations of the workspace `DIR` (default: every root)"
 			}
 			rootFlag := flags.String("root", rootDefault, rootUsage)
+			idFlag := addWorkspaceIDFlag(flags, "the workspace `ID` its servers were given with --workspace-id, in place of --root")
 			principalFlag := flags.String("principal", "", "only the conversations of the principal `P` as list shows it "+
 				"(local, or remote: and the start of its hash)")
 			var name conversationName
@@ -100,7 +105,9 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 			}
 			return func(ctx context.Context, inv *invocation) int {
 				sel := selection{principal: *principalFlag, name: string(name), limit: *limit}
-				if *rootFlag != "" {
+				if idFlag.id != "" {
+					sel.root = idFlag.id
+				} else if *rootFlag != "" {
 					r, err := realRoot(*rootFlag)
 					if err != nil {
 						fmt.Fprintf(inv.stderr, "%s: --root: %v\n", inv.path, err)
@@ -108,22 +115,33 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 					}
 					sel.root = r
 				}
-				dir, err := stateDir(*dirFlag)
-				if err != nil {
-					fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
-					return 1
+				var s ports.ConversationStore
+				if storeFlag.isPostgres() {
+					pg, err := storeFlag.openPostgres(postgres.Options{})
+					if err != nil {
+						fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
+						return 1
+					}
+					defer pg.Close()
+					s = pg
+				} else {
+					path, err := storeFlag.sqlitePath(*dirFlag)
+					if err != nil {
+						fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
+						return 1
+					}
+					if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+						fmt.Fprintf(inv.stdout, "no conversations: there is no store at %s\n", path)
+						return 0
+					}
+					lite, err := sqlite.Open(path, sqlite.Options{})
+					if err != nil {
+						fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
+						return 1
+					}
+					defer lite.Close()
+					s = lite
 				}
-				path := filepath.Join(dir, sqlite.FileName)
-				if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-					fmt.Fprintf(inv.stdout, "no conversations: there is no store at %s\n", path)
-					return 0
-				}
-				s, err := sqlite.Open(path, sqlite.Options{})
-				if err != nil {
-					fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
-					return 1
-				}
-				defer s.Close()
 				if err := run(ctx, inv.stdout, s, sel); err != nil {
 					fmt.Fprintf(inv.stderr, "%s: %v\n", inv.path, err)
 					return 1
@@ -137,7 +155,7 @@ func conversationsLeaf(name, summary, example, rootDefault string, extra int,
 // selected returns the conversations sel selects, newest first. The store
 // filters by root (and limits, when no principal's start has to be
 // matched here).
-func selected(ctx context.Context, s *sqlite.Store, sel selection) ([]ports.ConversationInfo, error) {
+func selected(ctx context.Context, s ports.ConversationStore, sel selection) ([]ports.ConversationInfo, error) {
 	f := ports.ConversationFilter{Root: sel.root}
 	if sel.principal == "" && sel.name == "" {
 		f.Limit = sel.limit
@@ -158,13 +176,13 @@ func selected(ctx context.Context, s *sqlite.Store, sel selection) ([]ports.Conv
 	return out, nil
 }
 
-func listConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+func listConversations(ctx context.Context, w io.Writer, s ports.ConversationStore, sel selection) error {
 	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "no conversations in %s\n", s.Path())
+		fmt.Fprintf(w, "no conversations in %s\n", storeName(s))
 		return nil
 	}
 	for _, c := range list {
@@ -191,7 +209,7 @@ func principalLabel(p string) string {
 	return p
 }
 
-func showConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+func showConversations(ctx context.Context, w io.Writer, s ports.ConversationStore, sel selection) error {
 	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
@@ -283,7 +301,7 @@ func terminalSafe(s string, multiline bool) string {
 	return b.String()
 }
 
-func clearConversations(ctx context.Context, w io.Writer, s *sqlite.Store, sel selection) error {
+func clearConversations(ctx context.Context, w io.Writer, s ports.ConversationStore, sel selection) error {
 	list, err := selected(ctx, s, sel)
 	if err != nil {
 		return err
@@ -303,4 +321,16 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// storeName names s as the conversations command says where it looked:
+// the SQLite file, or the PostgreSQL URL without a password.
+func storeName(s ports.ConversationStore) string {
+	switch s := s.(type) {
+	case *sqlite.Store:
+		return s.Path()
+	case *postgres.Store:
+		return s.Name()
+	}
+	return "the store"
 }

@@ -212,11 +212,21 @@ func flagWritten(fs *flag.FlagSet, name string) bool {
 func didYouMean(unknown string, names []string) string {
 	best, bestD := "", max(1, len(unknown)/3)+1
 	for _, n := range names {
+		if abs(len(unknown)-len(n)) >= bestD {
+			continue // at least that far apart: not worth the distance's len(unknown)×len(n) steps (a 1 MB flag name)
+		}
 		if d := editDistance(unknown, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // editDistance is the edit distance between a and b, in bytes: the

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,9 +22,12 @@ const (
 	maxLeft   = 28 // the widest left column of a two-column list
 )
 
-// writeHelp writes c's help; path is c's path ("agentmcp serve http").
-func writeHelp(w io.Writer, path string, c *command) {
+// writeHelp writes c's help; path is c's path ("agentmcp serve http"),
+// inherited the rules of the groups above it: with c's own, they mark the
+// flags that need another (flagRows).
+func writeHelp(w io.Writer, path string, c *command, inherited []flagRule) {
 	b := &strings.Builder{}
+	rules := append(append([]flagRule{}, inherited...), c.rules...)
 	if c.subs == nil {
 		writeUsageLine(b, path, c)
 		fmt.Fprintf(b, "\n%s\n", strings.Join(wrap(c.summary+".", lineWidth), "\n"))
@@ -31,7 +35,7 @@ func writeHelp(w io.Writer, path string, c *command) {
 			fmt.Fprintf(b, "\n%s\n", c.about)
 		}
 		b.WriteString("\nFlags:\n")
-		writeFlags(b, leafFlags(path, c))
+		writeFlags(b, leafFlags(path, c), rules)
 		if c.example != "" {
 			fmt.Fprintf(b, "\nExample:\n%s\n", indent(c.example))
 		}
@@ -43,7 +47,7 @@ func writeHelp(w io.Writer, path string, c *command) {
 	if c.about != "" {
 		fmt.Fprintf(b, "\n%s\n", c.about)
 	}
-	writeGroupFlags(b, path, c)
+	writeGroupFlags(b, path, c, rules)
 	b.WriteString("\nExamples:\n")
 	for _, l := range leaves(c, "") {
 		if l.cmd.example != "" {
@@ -70,7 +74,11 @@ func writeUsage(w io.Writer, path string, c *command) {
 			line += " " + c.synopsis
 		}
 		fmt.Fprintf(b, "Usage: %s\n", line)
-		fmt.Fprintf(b, "Run '%s --help' for its flags.\n", path)
+		what := "its flags"
+		if !hasFlags(leafFlags(path, c)) {
+			what = "its help" // no flag but -h
+		}
+		fmt.Fprintf(b, "Run '%s --help' for %s.\n", path, what)
 	} else {
 		var names []string
 		for _, s := range c.subs {
@@ -81,6 +89,13 @@ func writeUsage(w io.Writer, path string, c *command) {
 		fmt.Fprintf(b, "Run '%s --help' for the %s.\n", path, kinds)
 	}
 	io.WriteString(w, b.String())
+}
+
+// hasFlags reports whether fs has a flag registered.
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // commandLineName is the first word of path: the program's name.
@@ -111,12 +126,12 @@ func writeGroupCommands(b *strings.Builder, path string, c *command) {
 
 // writeGroupFlags writes the flags every command of a group takes
 // (groupFlags) and, at the top level, the top-level flags.
-func writeGroupFlags(b *strings.Builder, path string, c *command) {
+func writeGroupFlags(b *strings.Builder, path string, c *command, rules []flagRule) {
 	if c.groupFlags != nil {
 		fs := flag.NewFlagSet(path, flag.ContinueOnError)
 		c.groupFlags(fs)
 		fmt.Fprintf(b, "\nFlags every %s takes:\n", c.kind())
-		writeRows(b, flagRows(fs))
+		writeRows(b, flagRows(fs, rules))
 	}
 	if !strings.Contains(path, " ") {
 		b.WriteString("\nFlags:\n")
@@ -152,8 +167,8 @@ func leafFlags(path string, c *command) *flag.FlagSet {
 }
 
 // writeFlags writes fs's flags, then -h, --help.
-func writeFlags(b *strings.Builder, fs *flag.FlagSet) {
-	writeRows(b, append(flagRows(fs), row{"-h, --help", "print this help"}))
+func writeFlags(b *strings.Builder, fs *flag.FlagSet, rules []flagRule) {
+	writeRows(b, append(flagRows(fs, rules), row{"-h, --help", "print this help"}))
 }
 
 // row is one entry of a two-column list.
@@ -162,14 +177,21 @@ type row struct{ left, text string }
 // flagRows lists fs's flags in lexical order, as the guides write them:
 // "--name ARG", where ARG is the back-quoted word of the flag's usage (see
 // flag.UnquoteUsage; none for a bool flag), and the usage text followed by
-// the default when it is not the zero value (strings quoted).
-func flagRows(fs *flag.FlagSet) []row {
+// "(needs --OTHER)" for each of rules that says it needs another flag (so
+// a usage text never says it itself), then the default when it is not the
+// zero value (strings quoted).
+func flagRows(fs *flag.FlagSet, rules []flagRule) []row {
 	var rows []row
 	fs.VisitAll(func(f *flag.Flag) {
 		arg, usage := flag.UnquoteUsage(f)
 		left := "--" + f.Name
 		if arg != "" {
 			left += " " + arg
+		}
+		for _, r := range rules {
+			if r.needs != "" && slices.Contains(r.flags, f.Name) {
+				usage += " (needs --" + r.needs + ")"
+			}
 		}
 		if d := f.DefValue; d != "" && d != "0" && d != "false" {
 			if g, ok := f.Value.(flag.Getter); ok {

@@ -23,6 +23,9 @@ type opsFlags struct {
 	logLevel      slog.Level
 	logFormat     logFormat
 	metricsListen listenAddr
+
+	logger *slog.Logger // made by newLogger's first call
+	start  *startLog    // its start-up records, held until serving
 }
 
 func addOpsFlags(fs *flag.FlagSet) *opsFlags {
@@ -75,16 +78,34 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
-// newLogger logs to stderr (stdout is the carrier's on stdio, or carries
-// only the address line), at --log-level, in --log-format. What is logged
-// never holds a token, a key, a prompt, an argument, a result or a
-// principal, whatever the level.
+// newLogger is the serve command's logger (one per run: every call
+// returns the first one made): to stderr (stdout is the carrier's on
+// stdio, or carries only the address line), at --log-level, in
+// --log-format, its start-up records held until serving says what is
+// served (startlog.go). What is logged never holds a token, a key, a
+// prompt, an argument, a result or a principal, whatever the level.
 func (o *opsFlags) newLogger(stderr io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: o.logLevel}
-	if o.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(stderr, opts))
+	if o.logger != nil {
+		return o.logger
 	}
-	return slog.New(slog.NewTextHandler(stderr, opts))
+	opts := &slog.HandlerOptions{Level: o.logLevel}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if o.logFormat == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	o.start = &startLog{}
+	o.logger = slog.New(heldHandler{h, o.start})
+	return o.logger
+}
+
+// serving logs what the command serves, once its carrier has started:
+// first the start-up records held until now, then msg, an info record with
+// args.
+func (o *opsFlags) serving(logger *slog.Logger, msg string, args ...any) {
+	if o.start != nil {
+		o.start.release()
+	}
+	logger.Info(msg, args...)
 }
 
 // metricsServer serves /metrics on a listener of its own.

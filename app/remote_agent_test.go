@@ -111,12 +111,13 @@ func TestRemoteConversationsArePerPrincipal(t *testing.T) {
 	ok("alice", `{"prompt":"again","conversation":"a"}`, `"conversation":"a","turn":2`, "alice's secret|again")
 }
 
-// startRemoteAgent serves the agent (over the workspace on root, its model
+// startRemoteAgent serves the agent (over the workspace on root, its files
+// as agentmcp://workspace/ resources as serve remote names them, its model
 // srv, with opts) on the remote host for subjects, asking the client on
 // when ask, and returns the host's address and the issuer of its tokens.
 func startRemoteAgent(t *testing.T, root string, srv *chatscript.Server, opts agent.Options, ask bool, subjects ...string) (string, *testIssuer) {
 	t.Helper()
-	ws, err := workspace.New(workspace.Options{Root: root})
+	ws, err := workspace.New(workspace.Options{Root: root, Resources: workspace.WorkspaceURIs})
 	if err != nil {
 		t.Fatal(err)
 	}

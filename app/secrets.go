@@ -3,10 +3,10 @@ package app
 import "github.com/agentmcp/agentmcp/internal/secretenv"
 
 // SecretVariables are the environment variables the serve commands read a
-// secret from: OPENAI_API_KEY, the model endpoint's key. A serve process
-// keeps them out of its own environment ([KeepSecretsOutOfEnvironment]);
-// a store password joins them with the store that needs one.
-var SecretVariables = []string{"OPENAI_API_KEY"}
+// secret from: OPENAI_API_KEY, the model endpoint's key, and PGPASSWORD,
+// the password of a PostgreSQL --store. A serve process keeps them out of
+// its own environment ([KeepSecretsOutOfEnvironment]).
+var SecretVariables = []string{"OPENAI_API_KEY", "PGPASSWORD"}
 
 // KeepSecretsOutOfEnvironment, called first in main with the command
 // line's arguments (after the program name), re-executes a serve command

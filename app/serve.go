@@ -33,6 +33,7 @@ type serveFlags struct {
 	// The agent behind the submission tool (docs/SPEC.md §9).
 	model, modelURL, systemPromptFile *string
 	store                             *storeFlags // its conversations
+	workspaceID                       *workspaceID
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
@@ -65,13 +66,13 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"Chat Completions endpoint (the API key, if any, from OPENAI_API_KEY only)"),
 		modelURL: fs.String("model-url", "", "the endpoint's base `URL` (default $OPENAI_BASE_URL when set, else "+openai.DefaultBaseURL+
 			"; Ollama http://127.0.0.1:11434/v1, llama-server http://127.0.0.1:8080/v1)"),
-		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt (needs --model)"),
+		systemPromptFile: fs.String("system-prompt-file", "", "`PATH` of a file whose text replaces the agent's default system prompt"),
 		store:            addStoreFlags(fs),
-		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per principal's conversation; "+
-			"more are refused as busy (needs --model)"),
+		maxTurns: intFlag(fs, "max-turns", agent.DefaultMaxTurns, 1, "at most `N` turns run at once, one per conversation; "+
+			"more are refused as busy"),
 		approvalTimeout: durationFlag(fs, "approval-timeout", agent.DefaultApprovalTimeout, time.Nanosecond, agent.DefaultTurnTimeout,
 			"how long a turn's permission prompt or question waits for "+
-				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops (needs --model)"),
+				"an answer (a `DURATION` such as 5m, at most the turn's 30m); unanswered, it is denied and the turn stops"),
 		noModelProbe: fs.Bool("no-model-probe", false, "do not check at start that the model endpoint answers "+
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),
@@ -79,6 +80,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.Var(&f.ui, "ui", "for which clients agent_submit links the turn view, an MCP App: `WHEN` is auto (the default: "+
 		"clients that declare the io.modelcontextprotocol/ui extension), always (every client: over legacy HTTP none can declare it) "+
 		"or never (needs --model)")
+	f.store.addLeaseFlag(fs)
+	f.workspaceID = addWorkspaceIDFlag(fs, "name the workspace `ID` in the conversation store (letters, digits, . _ - : /) instead of "+
+		"the root's real path: give it to replicas that mount one workspace at different paths (needs --model)")
 	f.tasks = addTaskFlags(fs)
 	f.opsFlags = addOpsFlags(fs)
 	return f
@@ -87,14 +91,24 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
 var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe", "ui",
-	"state-dir", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age"}
+	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age",
+	"lease", "workspace-id"}
 
 // serveRules relate the flags every serve command takes (flagcheck.go).
-var serveRules = []flagRule{
+var serveRules = append([]flagRule{
 	{flags: agentFlags, needs: "model", why: "it configures the agent, which --model NAME turns on"},
 	{flags: []string{"sandbox", "no-sandbox", "command-network"}, needs: "allow-commands", why: "it configures run_command, which --allow-commands turns on"},
 	{flags: []string{"no-sandbox"}, excludes: "sandbox", why: "--no-sandbox is --sandbox none: give one or the other"},
 	{flags: []string{"ephemeral"}, excludes: "state-dir", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"ephemeral"}, excludes: "store", why: "--ephemeral keeps conversations in memory only: use one or the other"},
+	{flags: []string{"lease"}, needs: "store", why: "it is the lease of a PostgreSQL --store's shared tasks and rounds"},
+}, storeRules...)
+
+// storeRules relate the store's flags, of every serve command and of the
+// conversations commands.
+var storeRules = []flagRule{
+	{flags: []string{"store"}, excludes: "state-dir", why: "--store names the store itself (--state-dir DIR is --store sqlite:DIR/conversations.db): use one or the other"},
+	{flags: []string{"store-password-file"}, needs: "store", why: "it is the password of --store's PostgreSQL database"},
 }
 
 // check finishes the common flags once they are parsed (their values and
@@ -129,6 +143,9 @@ func (f *serveFlags) check(inv *invocation) (int, bool) {
 	}
 	if msg := f.cmds.check(f.carrier); msg != "" {
 		return inv.usageError("%s", msg), false
+	}
+	if flagWritten(inv.fs, "lease") && !f.store.store.isPostgres() {
+		return inv.usageError("--lease is the lease of a PostgreSQL store's shared tasks and rounds: give --store postgres://…"), false
 	}
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		*f.root = abs
@@ -306,14 +323,18 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	if !ok {
 		return nil, false
 	}
-	eng, err := engine.New(s, engine.Options{
+	opts := engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
 		Tasks: f.tasks.options(), View: f.view(),
-	})
+	}
+	if s.store != nil && s.store.calls != nil {
+		opts.Calls = s.store.calls // docs/SPEC.md §14 "Replicas"
+	}
+	eng, err := engine.New(s, opts)
 	if err != nil {
 		s.Close()
-		logger.Error("cannot build the engine", "err", err)
+		logger.Error("cannot build the engine: " + err.Error())
 		return nil, false
 	}
 	srv.session, srv.eng = s, eng
@@ -378,13 +399,13 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	if abs, err := filepath.Abs(*f.root); err == nil {
 		workspaceName = filepath.Base(abs)
 	}
-	root, err := realRoot(*f.root)
+	root, err := f.workspaceID.key(*f.root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot resolve the workspace root", "err", err)
 		return nil, false
 	}
-	store, err := f.store.open(logger)
+	store, err := f.store.open(logger, *f.maxTurns, root)
 	if err != nil {
 		ws.Close()
 		logger.Error("cannot open the conversation store: " + err.Error())
@@ -393,7 +414,7 @@ func (f *serveFlags) openSession(logger *slog.Logger, observer ports.Observer) (
 	f.hidden.add(store.dir) // every principal's conversations: never a command's to read
 	a, err := agent.New(ws, model, agent.Options{SystemPrompt: systemPrompt, Workspace: workspaceName, MaxTurns: *f.maxTurns,
 		ApprovalTimeout: *f.approvalTimeout, Logger: logger, Observer: observer,
-		Store: store, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
+		Store: store.ConversationStore, Root: root, HistoryBytes: *f.store.historyBytes, MaxConversationsPerPrincipal: *f.store.maxPerPrincipal})
 	if err != nil {
 		ws.Close()
 		store.close()

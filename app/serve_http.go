@@ -127,12 +127,12 @@ func serveHTTP(ctx context.Context, inv *invocation, common *serveFlags, port in
 			return 1
 		}
 	}
-	fmt.Fprintln(stdout, ep.URL)
 	tokenNote := "new at this start, removed at exit"
 	if to.persistent {
 		tokenNote = "persistent"
 	}
-	logger.Info("serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root, "tokenFile", tf.path, "token", tokenNote)
+	common.serving(logger, "serving MCP over Streamable HTTP", "url", ep.URL, "root", *common.root, "tokenFile", tf.path, "token", tokenNote)
+	fmt.Fprintln(stdout, ep.URL)
 
 	return srv.run(ctx, host)
 }

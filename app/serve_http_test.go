@@ -19,23 +19,30 @@ import (
 	"github.com/agentmcp/agentmcp/app"
 )
 
-// run is one "agentmcp serve http" in this process.
+// run is one "agentmcp serve <carrier>" in this process.
 type run struct {
 	cancel context.CancelFunc
 	code   chan int
 	stdout *syncbuf.Buffer
 	stderr *syncbuf.Buffer
-	url    string // "" when the command ended before printing it
+	url    string // the first line on stdout (the URL, the socket path); "" when the command ended before printing it
 }
 
 // serveHTTP runs Main with args and waits for the URL line (or the end).
 func serveHTTP(t *testing.T, args ...string) *run {
 	t.Helper()
+	return serveCommand(t, "http", args...)
+}
+
+// serveCommand runs "agentmcp serve <carrier> args…" and waits for its
+// first line on stdout (or the end).
+func serveCommand(t *testing.T, carrier string, args ...string) *run {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	r := &run{cancel: cancel, code: make(chan int, 1), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	go func() {
-		code := app.Main(ctx, append([]string{"serve", "http"}, args...), strings.NewReader(""), pw, r.stderr)
+		code := app.Main(ctx, append([]string{"serve", carrier}, args...), strings.NewReader(""), pw, r.stderr)
 		pw.Close()
 		r.code <- code
 	}()
@@ -49,7 +56,7 @@ func serveHTTP(t *testing.T, args ...string) *run {
 		select {
 		case <-r.code:
 		case <-time.After(10 * time.Second):
-			t.Error("serve http did not end")
+			t.Errorf("serve %s did not end", carrier)
 		}
 	})
 	return r
@@ -64,7 +71,7 @@ func (r *run) stop(t *testing.T) int {
 		r.code <- code
 		return code
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve http did not stop")
+		t.Fatal("the serve command did not stop")
 		return -1
 	}
 }
@@ -376,6 +383,56 @@ func TestServeHTTPPersistentToken(t *testing.T) {
 	}
 }
 
+// TestServeHTTPPersistentTokenShared: two hosts started on one persistent
+// token file (two workspaces, or two ports) serve with the same token,
+// each holding the file with a shared lock; while either runs, rotating
+// it and a per-run start on it are refused, saying why, and the file is
+// unchanged; it stays when both have ended (docs/http.md "The token
+// file").
+func TestServeHTTPPersistentTokenShared(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	a := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token")
+	b := serveHTTP(t, "--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token")
+	if a.url == "" || b.url == "" || a.url == b.url {
+		t.Fatalf("served at %q and %q; stderr:\n%s\n%s", a.url, b.url, a.stderr, b.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*run{a, b} {
+		if status, _ := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+			t.Errorf("ping on %s with the file's token: %d", r.url, status)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--persistent-token", "--rotate-token"}, "a running agentmcp serves with this token file: stop it before rotating the token"},
+		{nil, "a running agentmcp serves with this token file"},
+	} {
+		r := serveHTTP(t, append([]string{"--root", t.TempDir(), "--token-file", tokenPath}, tt.args...)...)
+		if r.url != "" {
+			t.Errorf("%q: served at %s while other hosts use the file", tt.args, r.url)
+		}
+		if code := r.stop(t); code != 1 || !strings.Contains(r.stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant 1 and %q", tt.args, code, r.stderr, tt.want)
+		}
+		if now, _ := os.ReadFile(tokenPath); string(now) != string(tok) {
+			t.Errorf("%q: the shared token changed", tt.args)
+		}
+	}
+	a.stop(t)
+	if status, _ := call(t, b.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+		t.Errorf("ping on the host left: %d", status)
+	}
+	b.stop(t)
+	if now, err := os.ReadFile(tokenPath); err != nil || string(now) != string(tok) {
+		t.Errorf("after both ended the file holds %q (%v), want the token kept", now, err)
+	}
+}
+
 // TestServeHTTPStartLog: the start-up log is structured throughout (the
 // token file's path included), names the root as an absolute path, and
 // says who can approve writes on this carrier.
@@ -410,7 +467,9 @@ func TestServeHTTPStartLog(t *testing.T) {
 
 // TestServeHTTPPortInUse: a port another program holds fails start-up
 // (exit 1) with one line that names the port and suggests --port 0
-// (issue 33).
+// (issue 33) — that line alone: the start-up records logged before the
+// listener failed (no model, approvals, the token file) are not written,
+// so the error is the first line a person reads (docs/SPEC.md §15).
 func TestServeHTTPPortInUse(t *testing.T) {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -418,8 +477,113 @@ func TestServeHTTPPortInUse(t *testing.T) {
 	}
 	defer l.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	code, stdout, stderr := runCLI(t, "serve", "http", "--root", t.TempDir(), "--port", port, "--token-file", filepath.Join(t.TempDir(), "token"))
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "port "+port+" on 127.0.0.1 is in use") || !strings.Contains(stderr, "--port 0") {
-		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 1 and a line naming the port and --port 0", code, stdout, stderr)
+	for _, args := range [][]string{
+		{"--token-file", filepath.Join(t.TempDir(), "token")},
+		{}, // the token file's path is logged
+		{"--model", "m", "--model-url", "http://127.0.0.1:1/v1", "--ephemeral", "--no-model-probe", "--ask-client"},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"serve", "http", "--root", t.TempDir(), "--port", port}, args...)...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 1 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], "level=ERROR") ||
+			!strings.Contains(stderr, "port "+port+" on 127.0.0.1 is in use") || !strings.Contains(stderr, "--port 0") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 1 and one line naming the port and --port 0", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestServeFailsWithOneLine: whatever fails at start on a carrier — a
+// socket something answers on, a metrics address in use, a listener in
+// use on serve remote — the log is the one error, nothing logged before
+// it; a start that succeeds logs its start-up records, then the serving
+// line last (docs/SPEC.md §15).
+func TestServeFailsWithOneLine(t *testing.T) {
+	busy, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	sock := filepath.Join(shortTempDir(t), "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	remote := []string{"serve", "remote", "--public-url", "https://mcp.example.com/mcp", "--issuer", "https://id.example.com", "--scope", "mcp", "--allowed-subject", "a"}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "unix", "--socket", sock}, "something answers on the socket path"},
+		{[]string{"serve", "http", "--metrics-listen", addr}, "cannot serve metrics"},
+		{[]string{"serve", "stdio", "--metrics-listen", addr}, "cannot serve metrics"},
+		{append(remote, "--listen", addr), "--listen " + addr + " is in use"},
+	} {
+		code, stdout, stderr := runCLI(t, append(tt.args, "--root", t.TempDir())...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 1 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], "level=ERROR") || !strings.Contains(lines[0], tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 1 and one error line with %q", tt.args, code, stdout, stderr, tt.want)
+		}
+	}
+
+	r := serveHTTP(t, "--root", t.TempDir(), "--token-file", filepath.Join(t.TempDir(), "token"))
+	if r.url == "" {
+		t.Fatalf("not served; stderr:\n%s", r.stderr)
+	}
+	log := r.stderr.String()
+	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "no model configured") || !strings.Contains(lines[1], "approvals off") ||
+		!strings.Contains(lines[len(lines)-1], `msg="serving MCP over Streamable HTTP"`) {
+		t.Errorf("the start-up records, then the serving line, want:\n%s", log)
+	}
+}
+
+// TestServeHTTPReplicasShareAPersistentToken: several local serve http
+// replicas, each at its own address, given one --persistent-token
+// --token-file, use the same bearer token: the first start creates it,
+// the next ones read it while the first runs (the file is held with a
+// shared lock once written), and every replica admits it; rotating it
+// while they run is refused, so no replica's token changes under it.
+func TestServeHTTPReplicasShareAPersistentToken(t *testing.T) {
+	tokenPath := filepath.Join(t.TempDir(), "token")
+	args := []string{"--root", t.TempDir(), "--token-file", tokenPath, "--persistent-token"}
+	a := serveHTTP(t, args...)
+	if a.url == "" {
+		t.Fatalf("replica A not served; stderr:\n%s", a.stderr)
+	}
+	tok, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := serveHTTP(t, args...)
+	if b.url == "" {
+		t.Fatalf("replica B, beside A on the same persistent token, not served; stderr:\n%s", b.stderr)
+	}
+	if a.url == b.url {
+		t.Fatalf("both replicas at %s", a.url)
+	}
+	for _, r := range []*run{a, b} {
+		if status, body := call(t, r.url, string(tok), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 200 {
+			t.Errorf("the shared token at %s: %d %s", r.url, status, body)
+		}
+		if status, _ := call(t, r.url, strings.Repeat("0", 64), `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != 401 {
+			t.Errorf("another token at %s: %d, want 401", r.url, status)
+		}
+	}
+	rotate := serveHTTP(t, append(args, "--rotate-token")...)
+	if rotate.url != "" {
+		t.Fatal("a rotation served while replicas use the token")
+	}
+	if code := rotate.stop(t); code != 1 || !strings.Contains(rotate.stderr.String(), "stop it before rotating the token") {
+		t.Errorf("the rotation: exit %d, want 1 saying why:\n%s", code, rotate.stderr)
+	}
+	if now, _ := os.ReadFile(tokenPath); string(now) != string(tok) {
+		t.Error("the refused rotation changed the token")
+	}
+	if code := a.stop(t); code != 0 {
+		t.Errorf("replica A's exit %d", code)
+	}
+	if status, _ := call(t, b.url, string(tok), `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != 200 {
+		t.Errorf("replica B once A stopped: %d", status)
 	}
 }

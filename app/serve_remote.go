@@ -124,8 +124,8 @@ func serveRemote(ctx context.Context, inv *invocation, f *remoteFlags) int {
 		return code
 	}
 	addr := host.Addr()
+	common.serving(logger, "serving MCP to remote clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 	fmt.Fprintln(inv.stdout, addr.String())
-	logger.Info("serving MCP to remote clients", "listen", addr.String(), "url", *f.publicURL, "root", *common.root)
 
 	return srv.run(ctx, host)
 }

@@ -11,8 +11,10 @@ import (
 
 // serveStdioCommand is "agentmcp serve stdio [flags]": the reference
 // workspace session over stdio (docs/SPEC.md §5.1). Logs go to stderr,
-// stdout carries only MCP messages. Closing stdin, SIGINT or SIGTERM (ctx)
-// end it with 0; a closed stdout, or another failure, with 1.
+// stdout carries only MCP messages. "serving MCP on stdio" is logged once
+// the catalog is valid, before the first message is read. Closing stdin,
+// SIGINT or SIGTERM (ctx) end it with 0; a closed stdout, or another
+// failure, with 1.
 var serveStdioCommand = &command{
 	name:     "stdio",
 	summary:  "Serve the reference session over stdio, to the process that launched agentmcp",
@@ -43,6 +45,16 @@ func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 		logger.Error("cannot serve stdio", "err", err)
 		return 1
 	}
+	// The stream is there before Start, which binds nothing: with the
+	// catalog valid, what is served is known, so it is logged before the
+	// first message is read. Start can end at once without serving
+	// anything (stdin closed before a message: ErrInputClosed), and a line
+	// logged after it would then be missing.
+	if err := srv.eng.Validate(ctx); err != nil {
+		logger.Error("cannot serve stdio", "err", err)
+		return 1
+	}
+	common.serving(logger, "serving MCP on stdio", "root", *common.root)
 	if err := t.Start(ctx); err != nil {
 		if errors.Is(err, engine.ErrInputClosed) {
 			return 0
@@ -50,6 +62,5 @@ func serveStdio(ctx context.Context, inv *invocation, common *serveFlags) int {
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	logger.Info("serving MCP on stdio", "root", *common.root)
 	return srv.run(ctx, t)
 }

@@ -18,9 +18,16 @@
 #    2026-07-28 leg starts with no parked input-required round;
 # 4. runs the tasks extension's tasks-* scenarios one by one (no requirement
 #    set scores them) on a fresh fixture, against the same baseline;
-# 5. prints the check counts of the three legs (the two revisions' scored
-#    scenarios, and every tasks-* scenario) and exits non-zero if either leg
-#    or a tasks scenario failed (a new failure, or a stale baseline entry).
+# 5. runs the three legs again against two replicas sharing one PostgreSQL
+#    (internal/pgtest's cluster, started by internal/e2eparts; the fixture
+#    with -replicas 2: two engines and loopback hosts on one bearer token,
+#    each leg in a scope of its own), the proxy sending each request to the
+#    other replica than the one before (docs/SPEC.md §14 "Replicas");
+#    CONFORMANCE_REPLICAS=0 leaves this pass out;
+# 6. prints the check counts of the six legs (the two revisions' scored
+#    scenarios, and every tasks-* scenario, on one host and on replicas)
+#    and exits non-zero if any leg or a tasks scenario failed (a new
+#    failure, or a stale baseline entry).
 #
 # Works from any directory, as root, with no stdin (CI). Needs go on PATH
 # and npm (installed from Debian through scripts/lib.sh when missing and
@@ -80,27 +87,32 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/agentmcp-conformance.XXXXXX")"
 results="${CONFORMANCE_RESULTS:-$work/results}"
 mkdir -p "$results"
 fixture_pid=""
+postgres_pid=""
 cleanup() {
-	if [[ -n "$fixture_pid" ]] && kill -0 "$fixture_pid" 2>/dev/null; then
-		kill -TERM "$fixture_pid" 2>/dev/null || true
-		wait "$fixture_pid" 2>/dev/null || true
-	fi
+	for pid in $fixture_pid $postgres_pid; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+		fi
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 step "building the fixture (conformance/cmd/fixture)"
-(cd "$repo" && go build -o "$work/fixture" ./conformance/cmd/fixture)
+(cd "$repo" && go build -o "$work/fixture" ./conformance/cmd/fixture && go build -o "$work/e2eparts" ./internal/e2eparts)
 fixture_args=(-ask-client)
 if [[ "${CONFORMANCE_ASK_CLIENT:-1}" == 0 ]]; then
 	fixture_args=() # an experiment: baseline.yml is written for asking on
 fi
 
-# start_fixture starts a fresh fixture; it sets fixture_pid and url.
+# start_fixture starts a fresh fixture, with extra arguments after the log;
+# it sets fixture_pid and url.
 start_fixture() {
 	local log="$1"
+	shift
 	: >"$work/fixture.url"
-	"$work/fixture" "${fixture_args[@]}" >"$work/fixture.url" 2>"$log" &
+	"$work/fixture" "${fixture_args[@]}" "$@" >"$work/fixture.url" 2>"$log" &
 	fixture_pid=$!
 	url=""
 	for _ in $(seq 1 300); do
@@ -136,24 +148,6 @@ stop_fixture() {
 	return "$rc"
 }
 
-status=0
-for rev in "${legs[@]}"; do
-	log="$work/fixture-$rev.log"
-	step "conformance server --requirements $rev"
-	start_fixture "$log"
-	rm -rf "${results:?}/$rev" # a reused CONFORMANCE_RESULTS must not add up old runs
-	rc=0
-	timeout 600 "$node22" "$cli" server --url "$url" --requirements "$rev" \
-		--expected-failures "$here/baseline.yml" -o "$results/$rev" || rc=$?
-	echo "leg $rev: suite exit code $rc"
-	stop_fixture "$log" || rc=1
-	if ((rc != 0)); then
-		status=1
-		step "fixture log of leg $rev (last 80 lines)"
-		tail -n 80 "$log" || true
-	fi
-done
-
 # The tasks extension's scenarios (docs/SPEC.md §14) are in no requirement
 # set: they run one by one, on a fresh fixture, against the same
 # baseline.yml. A scenario with a check that fails unexpectedly (or a stale
@@ -162,43 +156,92 @@ done
 tasks_scenarios=(tasks-lifecycle tasks-capability-negotiation tasks-wire-fields
 	tasks-request-state-removal tasks-mrtr-input tasks-request-headers
 	tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition)
-log="$work/fixture-tasks.log"
-step "conformance server --scenario tasks-* (the tasks extension)"
-start_fixture "$log"
-rm -rf "${results:?}/tasks"
-rc=0
-for scenario in "${tasks_scenarios[@]}"; do
-	src=0
-	timeout 300 "$node22" "$cli" server --url "$url" --scenario "$scenario" \
-		--expected-failures "$here/baseline.yml" -o "$results/tasks" >"$work/$scenario.out" 2>&1 || src=$?
-	grep -E '^(Passed|Baseline check)' "$work/$scenario.out" | sed "s/^/$scenario: /" || true
-	if ((src != 0)); then
-		rc=1
-		tail -n 40 "$work/$scenario.out"
+
+# run_pass SUFFIX [FIXTURE ARGS]: both legs and the tasks leg, each on a
+# fresh fixture started with the arguments (a leg's scope appended when
+# they name a store); results in $results/<leg>SUFFIX.
+status=0
+run_pass() {
+	local sfx="$1" rev log rc src scenario scope=()
+	shift
+	for rev in "${legs[@]}"; do
+		log="$work/fixture-$rev$sfx.log"
+		step "conformance server --requirements $rev$sfx"
+		(($# == 0)) || scope=(-scope "conformance-$rev")
+		start_fixture "$log" "$@" "${scope[@]}"
+		rm -rf "${results:?}/$rev$sfx" # a reused CONFORMANCE_RESULTS must not add up old runs
+		rc=0
+		timeout 600 "$node22" "$cli" server --url "$url" --requirements "$rev" \
+			--expected-failures "$here/baseline.yml" -o "$results/$rev$sfx" || rc=$?
+		echo "leg $rev$sfx: suite exit code $rc"
+		stop_fixture "$log" || rc=1
+		if ((rc != 0)); then
+			status=1
+			step "fixture log of leg $rev$sfx (last 80 lines)"
+			tail -n 80 "$log" || true
+		fi
+	done
+	log="$work/fixture-tasks$sfx.log"
+	step "conformance server --scenario tasks-* (the tasks extension)$sfx"
+	(($# == 0)) || scope=(-scope conformance-tasks)
+	start_fixture "$log" "$@" "${scope[@]}"
+	rm -rf "${results:?}/tasks$sfx"
+	rc=0
+	for scenario in "${tasks_scenarios[@]}"; do
+		src=0
+		timeout 300 "$node22" "$cli" server --url "$url" --scenario "$scenario" \
+			--expected-failures "$here/baseline.yml" -o "$results/tasks$sfx" >"$work/$scenario.out" 2>&1 || src=$?
+		grep -E '^(Passed|Baseline check)' "$work/$scenario.out" | sed "s/^/$scenario$sfx: /" || true
+		if ((src != 0)); then
+			rc=1
+			tail -n 40 "$work/$scenario.out"
+		fi
+	done
+	echo "leg tasks$sfx: $([[ $rc == 0 ]] && echo ok || echo FAILED)"
+	stop_fixture "$log" || rc=1
+	if ((rc != 0)); then
+		status=1
+		step "fixture log of leg tasks$sfx (last 80 lines)"
+		tail -n 80 "$log" || true
 	fi
-done
-echo "leg tasks: $([[ $rc == 0 ]] && echo ok || echo FAILED)"
-stop_fixture "$log" || rc=1
-if ((rc != 0)); then
-	status=1
-	step "fixture log of leg tasks (last 80 lines)"
-	tail -n 80 "$log" || true
+}
+
+run_pass ""
+passes=("")
+if [[ "${CONFORMANCE_REPLICAS:-1}" != 0 ]]; then
+	step "PostgreSQL for the replicas (internal/pgtest, through internal/e2eparts)"
+	need_postgres
+	"$work/e2eparts" postgres >"$work/postgres.out" 2>"$work/postgres.err" &
+	postgres_pid=$!
+	for _ in $(seq 1 600); do
+		[[ -s "$work/postgres.out" ]] && break
+		kill -0 "$postgres_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	read -r store_url pg_password <"$work/postgres.out" || die "PostgreSQL did not start: $(cat "$work/postgres.err")"
+	echo "store: $store_url"
+	export PGPASSWORD="$pg_password"
+	run_pass " replicas" -replicas 2 -store "$store_url"
+	unset PGPASSWORD
+	passes+=(" replicas")
 fi
 
 step "check counts"
-for rev in "${legs[@]}"; do
-	"$node22" "$here/summary.mjs" "$rev" "$results/$rev" "$here/baseline.yml" \
-		"$here/node_modules/@modelcontextprotocol/conformance/requirements/$rev.yaml" || status=1
+for sfx in "${passes[@]}"; do
+	for rev in "${legs[@]}"; do
+		"$node22" "$here/summary.mjs" "$rev$sfx" "$results/$rev$sfx" "$here/baseline.yml" \
+			"$here/node_modules/@modelcontextprotocol/conformance/requirements/$rev.yaml" || status=1
+	done
+	# No requirement set scores the tasks scenarios: each one counts.
+	"$node22" "$here/summary.mjs" "tasks$sfx" "$results/tasks$sfx" "$here/baseline.yml" || status=1
 done
-# No requirement set scores the tasks scenarios: each one counts.
-"$node22" "$here/summary.mjs" tasks "$results/tasks" "$here/baseline.yml" || status=1
 
 if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
 	echo "per-scenario results kept in $results"
 fi
 
 if ((status == 0)); then
-	step "conformance: both legs and the tasks scenarios pass against baseline.yml"
+	step "conformance: both legs and the tasks scenarios pass against baseline.yml${passes[1]:+, on one host and on two replicas}"
 else
 	step "conformance: FAILED (see the suite's 'Unexpected failures' or 'Stale baseline entries' above)"
 fi

@@ -13,6 +13,7 @@
 // 127.0.0.1 where nginx listens, --dns-result-order=ipv4first. Prints one
 // line per check and exits 1 at the first failure.
 import { appendFileSync, writeFileSync } from 'node:fs';
+import { check, checks } from './check.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -30,15 +31,6 @@ const challenge = {
 };
 writeFileSync(tokensFile, '');
 
-let step = 0;
-function check(ok, what, detail = '') {
-  step++;
-  if (!ok) {
-    console.error(`FAIL ${step}. ${what}${detail ? `: ${detail}` : ''}`);
-    process.exit(1);
-  }
-  console.log(`ok ${step}. ${what}`);
-}
 
 // token asks the issuer's token endpoint for an access token.
 async function token({ aud = publicURL, scope = 'mcp:tools other', sub, clientId, expired } = {}) {
@@ -125,6 +117,33 @@ refusal(await post(undefined), 401, challenge.missing, 'no token: 401 with resou
   const result = await client.callTool({ name: 'read_file', arguments: { path: 'hello.txt' } });
   const text = result.content?.[0]?.text ?? '';
   check(!result.isError && text.includes('hello through nginx'), 'tools/call read_file through https', text.slice(0, 200));
+
+  // The workspace's files as resources: serve remote names them
+  // agentmcp://workspace/{+path}, never by the server's paths (docs/SPEC.md §2, §9).
+  const { resourceTemplates } = await client.listResourceTemplates();
+  const templates = resourceTemplates.map((t) => t.uriTemplate);
+  check(
+    templates[0] === 'agentmcp://workspace/{+path}' && !JSON.stringify(resourceTemplates).includes('file:'),
+    'resources/templates/list: agentmcp://workspace/{+path}, no file:// path',
+    templates.join(','),
+  );
+  const read = await client.readResource({ uri: 'agentmcp://workspace/hello.txt' });
+  const content = read.contents?.[0] ?? {};
+  check(
+    read.contents.length === 1 && content.uri === 'agentmcp://workspace/hello.txt' &&
+      content.text === 'hello through nginx\n' && content.mimeType === 'text/plain; charset=utf-8',
+    'resources/read agentmcp://workspace/hello.txt through https',
+    JSON.stringify(read).slice(0, 200),
+  );
+  for (const uri of ['agentmcp://workspace/../agentmcp.err', 'agentmcp://workspace/%2e%2e/agentmcp.err', 'agentmcp://workspace//etc/passwd']) {
+    let err = null;
+    try {
+      await client.readResource({ uri });
+    } catch (e) {
+      err = e;
+    }
+    check(err?.code === -32602 && err?.data?.uri === uri, `resources/read ${uri}: -32602 with data.uri`, String(err));
+  }
   await client.close();
 }
 
@@ -188,4 +207,4 @@ refusal(await post(await token({ sub: 'mallory', clientId: 'other-client' })), 4
   });
   check(resp.status === 403 && (await resp.text()) === '', `Host ${backend} (the listener) refused: 403`, `${resp.status}`);
 }
-console.log(`all ${step} checks passed`);
+console.log(`all ${checks()} checks passed`);

@@ -64,6 +64,14 @@ type call struct {
 	ttl     time.Duration
 	created time.Time
 
+	// On a shared store (shared.go): ref names the call in its rounds'
+	// records (set at its first park, under the names' lock), and
+	// elsewhere, when set, says this is a view of a call another replica
+	// runs (a task's record, a round taken here): what is done to it is
+	// sent there.
+	ref       string
+	elsewhere string
+
 	mu sync.Mutex // guards s
 	s  callState
 }
@@ -234,6 +242,9 @@ func (c *call) update(f func(*callState)) {
 	if after.task != before.task || after.returned != before.returned || len(after.inputs) > len(before.inputs) || after.ended != before.ended {
 		c.signal()
 	}
+	if after.task && before.task && (after.status != before.status || after.message != before.message || !sameInputs(after.inputs, before.inputs)) {
+		c.e.index.changed(c) // a shared store's record follows
+	}
 	if after.status != before.status {
 		c.wire.changed(c)
 		if terminal(after.status) {
@@ -246,6 +257,19 @@ func (c *call) update(f func(*callState)) {
 	case after.task && after.returned && (!before.returned || after.unnamed && !before.unnamed):
 		c.e.index.returned(c, c.e.isStopping()) // its result is kept, or it is forgotten
 	}
+}
+
+// sameInputs reports whether a and b are the same open inputs.
+func sameInputs(a, b []*input) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // openTaskInput reports whether one of inputs is a task's input request
@@ -487,7 +511,7 @@ func (c *call) startTask() bool {
 	case !c.taskable || s.ended != nil || s.returned || s.waiter == nil || !s.waiterTasks || c.e.isStopping():
 		return false
 	}
-	if _, ok := c.e.index.addTask(c); !ok {
+	if _, ok := c.e.index.addTask(c.ctx, c); !ok {
 		return false // a bound is reached: the call goes on in its request
 	}
 	var unshown []*input

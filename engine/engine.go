@@ -30,7 +30,9 @@
 // tools/call), methods.go (the method table and callMode, what a
 // tools/call becomes), call.go (a call's one state machine and its one
 // Caller), index.go (the calls a client reaches by name, with their
-// bounds), rounds.go (input-required rounds), tasks.go (both eras' tasks),
+// bounds), shared.go and replicas.go (those names in a store replicas
+// share, and what replicas send each other), rounds.go (input-required
+// rounds), tasks.go (both eras' tasks),
 // conn.go (streams), exchange.go (stateless exchanges), observe.go (the
 // Observer), carrier.go (the carrier lifecycle), codec.go and versions.go.
 // JSON text in and out is internal/jsonrpc's.
@@ -86,6 +88,16 @@ type Options struct {
 	// serves, for the clients View.Link says (docs/SPEC.md §2 "The turn
 	// view"); zero links none.
 	View ViewOptions
+	// Calls, when set, is a store this engine shares with the other
+	// replicas of one server (docs/SPEC.md §14 "Replicas"): its HTTP
+	// clients' tasks and input-required rounds are named there, so a task
+	// created through one replica is read, answered and cancelled through
+	// any, and a round's retry that reaches another replica is carried to
+	// the call; the calls themselves run where they started. New joins it
+	// (its error is New's); Shutdown leaves it. nil: tasks and rounds live
+	// in this process only, the default. A stream's tasks and rounds are
+	// always this process's, and a plain tools/call never reaches it.
+	Calls ports.CallStore
 	// Logger receives operational logs (never tokens, arguments or
 	// answers); nil discards. Carriers built on this engine log to it too
 	// unless given their own.
@@ -137,6 +149,13 @@ type Engine struct {
 
 	// index holds every call a client reaches by a name (index.go).
 	index index
+	// shared is the index's names when they are a shared store's (nil:
+	// in memory), for what only replicas do: a retry or a dropped answer
+	// whose call runs on another replica.
+	shared *sharedNames
+	// closeNames closes the index's names once, after Shutdown's wait.
+	closeNames sync.Once
+	closeErr   error
 }
 
 // ErrShuttingDown is the cause of the contexts the engine cancels on
@@ -200,7 +219,15 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		e.roundLifetime = domain.MaxRoundLifetime
 	}
 	e.taskOpts = opts.Tasks.withDefaults()
-	e.index.names = newMemNames(opts.AskClient, e.roundLifetime, e.taskOpts)
+	local := newMemNames(opts.AskClient, e.roundLifetime, e.taskOpts)
+	e.index.names = local
+	if opts.Calls != nil {
+		shared, err := newSharedNames(e, opts.Calls, local)
+		if err != nil {
+			return nil, err
+		}
+		e.index.names, e.shared = shared, shared
+	}
 	return e, nil
 }
 
@@ -245,7 +272,12 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 			c.stop(ErrShuttingDown, ErrShuttingDown.Error())
 		}
 	}
-	return waitGroup(ctx, &e.calls)
+	if err := waitGroup(ctx, &e.calls); err != nil {
+		return err
+	}
+	// Every call has returned: what a shared store is owed is written.
+	e.closeNames.Do(func() { e.closeErr = e.index.close(ctx) })
+	return e.closeErr
 }
 
 // goCall runs f on a goroutine Shutdown waits for, unless the engine has

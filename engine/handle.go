@@ -611,11 +611,19 @@ type toolOutcome struct {
 	result     domain.ToolResult
 	structured []byte // a conversational turn's structuredContent object, rendered once
 	rerr       *Error
+	// rendered, when set, is a CallToolResult's members as another
+	// replica rendered them (a shared store's record, a forwarded retry's
+	// answer: shared.go), and renderedError its isError.
+	rendered      []byte
+	renderedError bool
 }
 
 // failed reports whether the outcome is a CallToolResult with isError true
 // (a JSON-RPC error is not: its result is empty).
 func (o toolOutcome) failed() bool {
+	if o.rendered != nil {
+		return o.renderedError
+	}
 	if o.env != nil {
 		return !o.env.Success
 	}
@@ -626,6 +634,9 @@ func toolError(msg string) toolOutcome { return toolOutcome{result: domain.ToolE
 
 // size estimates the bytes of the outcome's text.
 func (o toolOutcome) size() int {
+	if o.rendered != nil {
+		return len(o.rendered)
+	}
 	if o.env != nil {
 		return 64 + len(o.env.Result) + len(o.env.Error) + len(o.env.Metadata)
 	}
@@ -646,6 +657,9 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 // conversational turn its structuredContent too when structured (the
 // client's revision knows it, structuredResults; a task's result always).
 func (o toolOutcome) appendTo(b []byte, structured bool) []byte {
+	if o.rendered != nil {
+		return append(b, o.rendered...) // rendered for a task's or a round's client: 2025-11-25 or later
+	}
 	if o.env == nil {
 		b = appendToolResult(b, o.result)
 		if structured && o.structured != nil {

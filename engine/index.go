@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -54,39 +55,60 @@ func (o owner) key() string {
 // rounds by token (docs/SPEC.md §6) and tasks by id (§14), with their
 // bounds (rounds 64 per engine and 4 per principal; tasks 8 running per
 // principal and 256 held; held results' bytes per principal and in all)
-// and expiry. Every method is safe for concurrent use.
+// and expiry. Two implementations: memNames, in this process (the
+// default), and sharedNames, which names HTTP clients' tasks and rounds in
+// a ports.CallStore that replicas share (shared.go). Every method is safe
+// for concurrent use; ctx bounds what a shared store does for a request.
 type names interface {
 	// park mints a token for in, bound to b, and returns it with the
 	// inputs evicted to make room (a principal's oldest); it fails when
 	// the engine holds as many rounds as allowed.
-	park(in *input, b domain.RoundBinding) (token string, evicted []*input, err error)
-	// resume takes the round of token when b matches (single use): the
-	// input it was minted for.
-	resume(token string, b domain.RoundBinding) (*input, error)
+	park(ctx context.Context, in *input, b domain.RoundBinding) (token string, evicted []*input, err error)
+	// resume takes the round of token when o and b match (single use): the
+	// input it was minted for — on a shared store, one whose call runs on
+	// another replica (its call's elsewhere is set) — or
+	// domain.ErrUnknownRound.
+	resume(ctx context.Context, token string, o owner, b domain.RoundBinding) (*input, error)
 	// unpark removes every round of c.
 	unpark(c *call)
 	// expireRounds removes the rounds whose lifetime has passed.
 	expireRounds() []*input
 	// addTask names c a task under a fresh id, or says which bound is
 	// reached (the refusal's text).
-	addTask(c *call) (refusal string, ok bool)
+	addTask(ctx context.Context, c *call) (refusal string, ok bool)
 	// task is the task id bound to o; nil when it is unknown, expired,
-	// another's or unnamed (alike: no oracle).
-	task(id string, o owner) *call
+	// another's or unnamed (alike: no oracle). On a shared store a task
+	// whose call runs elsewhere (or has ended) is a view of its record.
+	task(ctx context.Context, id string, o owner) (*call, error)
 	// tasks are o's tasks that task would find.
-	tasks(o owner) []*call
+	tasks(ctx context.Context, o owner) ([]*call, error)
+	// changed says what a task's reader sees of c changed (its status,
+	// statusMessage or open inputs).
+	changed(c *call)
 	// returned says c's call returned: its result is kept under the bounds
 	// (older results make room) or, when nobody can reach it or the engine
 	// stops, it is forgotten.
 	returned(c *call, stopping bool)
 	// forget drops c.
 	forget(c *call)
+	// cancel ends task c for tasks/cancel: stopped is false when it had
+	// ended already.
+	cancel(ctx context.Context, c *call) (stopped bool, err error)
+	// answer hands tasks/update's responses to task c's open inputs.
+	answer(ctx context.Context, c *call, responses []jsonrpc.Member) error
+	// settled waits until task c has ended (tasks/result) and returns it
+	// as it ended; nil when it was forgotten meanwhile; ctx's error when
+	// the wait ended first.
+	settled(ctx context.Context, c *call) (*call, error)
 	// closeOwner removes o's rounds and returns them, with o's tasks (a
 	// stream ended: nobody can reach them again).
 	closeOwner(o owner) ([]*input, []*call)
 	// drain removes every round and every returned task, and returns the
 	// rounds with the tasks still running (Shutdown).
 	drain() ([]*input, []*call)
+	// close ends the names once every call has returned (Shutdown): a
+	// shared store gets what is left to write, and the replica leaves it.
+	close(ctx context.Context) error
 	stats() Stats
 }
 
@@ -107,7 +129,10 @@ func (x *index) unpark(c *call) {
 }
 
 // Stats is what the engine holds now (docs/SPEC.md §13), for gauges and
-// for tests: a zero Stats is an engine whose call index is empty.
+// for tests: a zero Stats is an engine whose call index is empty. With a
+// shared store (Options.Calls) it counts this process's own — the rounds
+// parked for its calls, the tasks it runs — never the store's, so the
+// replicas' gauges add up to each once.
 type Stats struct {
 	// ParkedRounds are input-required rounds awaiting their retry.
 	ParkedRounds int
@@ -147,11 +172,14 @@ func newMemNames(askClient bool, lifetime time.Duration, o TaskOptions) *memName
 	return n
 }
 
-func (n *memNames) park(in *input, b domain.RoundBinding) (string, []*input, error) {
+func (n *memNames) park(_ context.Context, in *input, b domain.RoundBinding) (string, []*input, error) {
 	return n.rounds.Park(b, time.Now(), in)
 }
 
-func (n *memNames) resume(token string, b domain.RoundBinding) (*input, error) {
+func (n *memNames) resume(_ context.Context, token string, _ owner, b domain.RoundBinding) (*input, error) {
+	if n.rounds == nil {
+		return nil, domain.ErrUnknownRound
+	}
 	return n.rounds.Take(token, b, time.Now())
 }
 
@@ -219,7 +247,7 @@ func (n *memNames) held(now time.Time) map[*call]taskState {
 	return states
 }
 
-func (n *memNames) addTask(c *call) (string, bool) {
+func (n *memNames) addTask(_ context.Context, c *call) (string, bool) {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -287,26 +315,26 @@ func endedBefore(a taskState, ac *call, b taskState, bc *call) bool {
 	return a.endedAt.Before(b.endedAt) || a.endedAt.Equal(b.endedAt) && ac.seq < bc.seq
 }
 
-func (n *memNames) task(id string, o owner) *call {
+func (n *memNames) task(_ context.Context, id string, o owner) (*call, error) {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c := n.byID[id]
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	s := stateOf(c)
 	if s.expired(c, now) {
 		delete(n.byID, id)
-		return nil
+		return nil, nil
 	}
 	if c.owner != o || s.unnamed {
-		return nil
+		return nil, nil
 	}
-	return c
+	return c, nil
 }
 
-func (n *memNames) tasks(o owner) []*call {
+func (n *memNames) tasks(_ context.Context, o owner) ([]*call, error) {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -323,8 +351,30 @@ func (n *memNames) tasks(o owner) []*call {
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, nil
 }
+
+func (n *memNames) changed(*call) {}
+
+func (n *memNames) cancel(_ context.Context, c *call) (bool, error) {
+	return c.stop(errTaskCancelled, ""), nil
+}
+
+func (n *memNames) answer(_ context.Context, c *call, responses []jsonrpc.Member) error {
+	c.answerTask(responses)
+	return nil
+}
+
+func (n *memNames) settled(ctx context.Context, c *call) (*call, error) {
+	select {
+	case <-c.settled:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (n *memNames) close(context.Context) error { return nil }
 
 // returned keeps c's result within the bytes bounds: beyond its owner's,
 // that owner's oldest ended tasks are forgotten; beyond the engine's, the

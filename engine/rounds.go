@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"time"
 
@@ -74,25 +75,38 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 	if !jsonrpc.IsString(raw) {
 		return answerErr(in.id, jsonrpc.InvalidParams("requestState must be a string"))
 	}
-	prompt, err := e.index.resume(jsonrpc.Unquote(raw), bind)
-	if err != nil {
+	prompt, err := e.index.resume(ctx, jsonrpc.Unquote(raw), p.origin.owner(), bind)
+	switch {
+	case errors.Is(err, domain.ErrUnknownRound):
 		return answerErr(in.id, errUnknownState)
+	case err != nil:
+		e.logger.Error("engine: the call store failed resuming a round", "err", err)
+		return answerErr(in.id, errCallStore)
 	}
+	answer, answered := jsonrpc.Lookup(responses, promptKey)
 	c := prompt.c
+	if c.elsewhere != "" {
+		// Its call is parked on another replica: the retry goes there.
+		return e.shared.retryElsewhere(ctx, in, bind, c, answer, answered, tasks)
+	}
 	c.deadline.Stop()
 	e.index.requests.remove(c) // the chain's latest id is this request's now
-	answer, answered := jsonrpc.Lookup(responses, promptKey)
 	// This request is the call's waiter (its progress goes here) before the
 	// call resumes: its first report is not lost.
-	return e.await(ctx, p, in, bind, c, tasks, func() {
+	return e.await(ctx, p, in, bind, c, tasks, resumeWith(c, prompt, answer, answered))
+}
+
+// resumeWith is what a retry does to the call it resumed: it hands the
+// answer to the prompt, or, when the answer is missing, has the same
+// prompt shown again under a new token (if the session still waits on
+// it). An answer to a prompt the session gave up on is dropped: the retry
+// gets the call's next prompt or its result.
+func resumeWith(c *call, prompt *input, answer []byte, answered bool) func() {
+	return func() {
 		if answered {
-			// An answer to a prompt the session gave up on is dropped: the
-			// retry gets the call's next prompt or its result.
 			c.answer(prompt, append(json.RawMessage(nil), answer...))
 			return
 		}
-		// The answer is missing: the same prompt again, under a new token,
-		// if the session still waits on it.
 		c.update(func(s *callState) {
 			for _, x := range s.inputs {
 				if x == prompt {
@@ -100,7 +114,7 @@ func (e *Engine) callWithRounds(ctx context.Context, p *peer, in *inbound, name 
 				}
 			}
 		})
-	})
+	}
 }
 
 // callInRequest serves a modern tools/call of a tool that starts in its
@@ -122,6 +136,43 @@ func (e *Engine) callInRequest(ctx context.Context, p *peer, in *inbound, name s
 func (e *Engine) await(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, c *call, tasks bool, then func()) reply {
 	w := &in.report
 	w.setToken(in, p.notify)
+	return follow(e, ctx, c, w, tasks, then, waiting[reply]{
+		task:     func() reply { return e.taskCreated(in, c) }, // SEP-2663: no requestState, no inputRequests
+		returned: func(o toolOutcome) reply { return e.callResult(in, o) },
+		prompt:   func(fresh *input) (reply, bool) { return e.park(ctx, p, in, bind, c, fresh) },
+		left: func(stopping, becameTask bool) reply {
+			switch {
+			case stopping:
+				return e.callResult(in, errShutdownResult)
+			case becameTask:
+				// It became a task meanwhile: the answer naming it, which
+				// the carrier drops (the client left or cancelled), and
+				// abandon then ends the task nobody can name.
+				return e.taskCreated(in, c)
+			}
+			return reply{kind: Cancelled}
+		},
+	})
+}
+
+// waiting is what a request waiting for a call (follow) does with what it
+// sees: a request here answers its client (await); a retry forwarded from
+// another replica answers that replica (shared.go).
+type waiting[R any] struct {
+	task     func() R               // the call became a task
+	returned func(toolOutcome) R    // the call returned
+	prompt   func(*input) (R, bool) // a prompt no request has shown: park it (false: no room, keep waiting)
+	// left: the request ended first (the client left, or the server
+	// stops); the call ended with it, unless it had become a task.
+	left func(stopping, becameTask bool) R
+}
+
+// follow makes w c's waiter (tasks: its request declared the extension),
+// runs then, and waits for what h handles: the call's next prompt, its
+// outcome, its becoming a task, or ctx's end — the request's, which ends
+// the call (it is this client's), after which it waits for the call's
+// goroutine.
+func follow[R any](e *Engine, ctx context.Context, c *call, w *reporter, tasks bool, then func(), h waiting[R]) R {
 	c.update(func(s *callState) { s.waiter, s.waiterTasks = w, tasks })
 	defer func() {
 		w.finish() // no progress of the call follows this request's answer
@@ -153,11 +204,11 @@ func (e *Engine) await(ctx context.Context, p *peer, in *inbound, bind domain.Ro
 		})
 		switch {
 		case task:
-			return e.taskCreated(in, c) // SEP-2663: no requestState, no inputRequests
+			return h.task()
 		case returned:
-			return e.callResult(in, o)
+			return h.returned(o)
 		case fresh != nil:
-			if r, ok := e.park(p, in, bind, c, fresh); ok {
+			if r, ok := h.prompt(fresh); ok {
 				return r
 			}
 			continue // no room: the prompt settled closed; keep waiting
@@ -165,10 +216,6 @@ func (e *Engine) await(ctx context.Context, p *peer, in *inbound, bind domain.Ro
 		select {
 		case <-c.wake:
 		case <-ctx.Done():
-			// The request ended while it waited for the call: the call is
-			// this client's and ends with it, then the request answers
-			// (shutting down) or writes nothing (the client left). Either
-			// way it waits for the call's goroutine first.
 			cause := context.Cause(ctx)
 			stopping := e.shuttingDown(ctx)
 			if stopping {
@@ -178,16 +225,7 @@ func (e *Engine) await(ctx context.Context, p *peer, in *inbound, bind domain.Ro
 			if ended {
 				<-c.done
 			}
-			if stopping {
-				return e.callResult(in, errShutdownResult)
-			}
-			if !ended && c.isTask() {
-				// It became a task meanwhile: the answer naming it, which
-				// the carrier drops (the client left or cancelled), and
-				// abandon then ends the task nobody can name.
-				return e.taskCreated(in, c)
-			}
-			return reply{kind: Cancelled}
+			return h.left(stopping, !ended && c.isTask())
 		}
 	}
 }
@@ -203,30 +241,52 @@ func (c *call) isTask() bool {
 // settles the prompt closed and reports false. The request's answer names
 // the call (in.named: if it is dropped, the call ends), and on a stream
 // so does its id (a notifications/cancelled naming it ends the call).
-func (e *Engine) park(p *peer, in *inbound, bind domain.RoundBinding, c *call, prompt *input) (reply, bool) {
-	token, evicted, err := e.index.park(prompt, bind)
-	for _, old := range evicted {
-		old.c.leave(errEvicted) // docs/SPEC.md §6: a principal's oldest round makes room
-	}
-	if err != nil {
-		e.logger.Warn("engine: parked round bound reached; prompt settled closed")
-		c.answer(prompt, nil)
+func (e *Engine) park(ctx context.Context, p *peer, in *inbound, bind domain.RoundBinding, c *call, prompt *input) (reply, bool) {
+	token, evicted, err := e.index.park(ctx, prompt, bind)
+	if !e.parked(c, prompt, evicted, err) {
 		return reply{}, false
 	}
-	if e.isStopping() {
-		// Shutdown may have drained the store before this round entered it.
-		c.leave(ErrShuttingDown)
-		return reply{}, false
-	}
-	c.deadline.Reset(e.roundLifetime)
 	in.named = c
 	if p.origin.lasting() {
 		e.index.requests.add(in.id, c)
 	}
-	b := e.resultHead(make([]byte, 0, 256+len(prompt.form.Message)+len(prompt.form.RequestedSchema)), in, "input_required")
-	b = appendInputRequest(append(b, `"inputRequests":{"`+promptKey+`":`...), prompt.form)
+	return e.inputRequired(in, prompt.form, token), true
+}
+
+// parked finishes a park (what the names said: the rounds evicted to make
+// room, a failure): the evicted rounds' calls end (docs/SPEC.md §6: a
+// principal's oldest round makes room); without room the prompt settles
+// closed, and when the engine stops the call ends; else the call's
+// deadline is the round lifetime from now. It reports whether the round
+// stands.
+func (e *Engine) parked(c *call, prompt *input, evicted []*input, err error) bool {
+	for _, old := range evicted {
+		old.c.leave(errEvicted)
+	}
+	if err != nil {
+		if errors.Is(err, domain.ErrRoundsFull) {
+			e.logger.Warn("engine: parked round bound reached; prompt settled closed")
+		} else {
+			e.logger.Error("engine: the call store failed parking a round; prompt settled closed", "err", err)
+		}
+		c.answer(prompt, nil)
+		return false
+	}
+	if e.isStopping() {
+		// Shutdown may have drained the store before this round entered it.
+		c.leave(ErrShuttingDown)
+		return false
+	}
+	c.deadline.Reset(e.roundLifetime)
+	return true
+}
+
+// inputRequired is the answer to in that parks form under token.
+func (e *Engine) inputRequired(in *inbound, form domain.Form, token string) reply {
+	b := e.resultHead(make([]byte, 0, 256+len(form.Message)+len(form.RequestedSchema)), in, "input_required")
+	b = appendInputRequest(append(b, `"inputRequests":{"`+promptKey+`":`...), form)
 	b = jsonrpc.AppendString(append(b, `},"requestState":`...), token)
-	return answered(e.resultTail(b, in)), true
+	return answered(e.resultTail(b, in))
 }
 
 // elicitParams are an elicitation/create request's params: a round's and
@@ -254,10 +314,13 @@ func appendInputRequest(b []byte, f domain.Form) []byte {
 // request that ends a call while waiting.
 func (e *Engine) abandon(in *inbound, cause error) {
 	c := in.named
-	if c == nil {
+	switch {
+	case c == nil:
 		return
-	}
-	if c.isTask() {
+	case c.elsewhere != "":
+		e.shared.abandonElsewhere(c) // its call runs on another replica
+		return
+	case c.isTask():
 		c.drop(cause)
 		return
 	}

@@ -158,7 +158,7 @@ func (e *Engine) startTask(ctx context.Context, p *peer, in *inbound, m mode, na
 		c.wire = newTaskWire(p, in)
 		c.own = c.wire.reporter
 	}
-	if refusal, ok := e.index.addTask(c); !ok {
+	if refusal, ok := e.index.addTask(ctx, c); !ok {
 		c.cancel(nil)
 		return e.callResult(in, toolError(refusal))
 	}
@@ -221,19 +221,34 @@ func (e *Engine) appendTaskMembers(b []byte, c *call, status, message string, up
 
 var errTaskNotFound = jsonrpc.NewError(CodeInvalidParams, "Failed to retrieve task: Task not found")
 
+// errCallStore answers a request a shared call store failed (docs/SPEC.md
+// §14 "Replicas"): the operator's log says why, the client learns nothing
+// of the store.
+var errCallStore = jsonrpc.NewError(CodeInternalError, "Internal error: the task store failed (the server's log says why); try again")
+
 // taskOf finds the task params.taskId names for the sender: -32602 when
 // taskId is missing or not a string, or the task is unknown, expired or
-// another's (alike).
-func (e *Engine) taskOf(p *peer, in *inbound) (*call, *Error) {
+// another's (alike); -32603 when a shared store failed.
+func (e *Engine) taskOf(ctx context.Context, p *peer, in *inbound) (*call, *Error) {
 	raw, ok := in.param("taskId")
 	if !ok || !jsonrpc.IsString(raw) {
 		return nil, jsonrpc.InvalidParams(in.method + " needs a string taskId")
 	}
-	c := e.index.task(jsonrpc.Unquote(raw), p.origin.owner())
-	if c == nil {
+	c, err := e.index.task(ctx, jsonrpc.Unquote(raw), p.origin.owner())
+	switch {
+	case err != nil:
+		return nil, e.storeFailed(in.method, err)
+	case c == nil:
 		return nil, errTaskNotFound
 	}
 	return c, nil
+}
+
+// storeFailed logs what a shared call store's failure did to a request
+// and is its answer.
+func (e *Engine) storeFailed(method string, err error) *Error {
+	e.logger.Error("engine: the call store failed", "method", method, "err", err)
+	return errCallStore
 }
 
 // modernTaskView is 2026-07-28's: flat Tasks with ttlMs and pollIntervalMs,
@@ -254,8 +269,8 @@ func (modernTaskView) members(b []byte, c *call, s callState) []byte {
 }
 
 // get answers tasks/get: the Task and what its status carries.
-func (v modernTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+func (v modernTaskView) get(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
@@ -287,8 +302,8 @@ func (v modernTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) 
 
 // update answers tasks/update: each named answer goes to its input
 // request; the ack is empty.
-func (modernTaskView) update(e *Engine, _ context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+func (modernTaskView) update(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
@@ -299,18 +314,22 @@ func (modernTaskView) update(e *Engine, _ context.Context, p *peer, in *inbound)
 	if rerr != nil {
 		return answerErr(in.id, rerr)
 	}
-	c.answerTask(r)
+	if err := e.index.answer(ctx, c, r); err != nil {
+		return answerErr(in.id, e.storeFailed(in.method, err))
+	}
 	return e.ack(in)
 }
 
 // cancel answers tasks/cancel: a running task is cancelled; the ack is
 // the same for one that ended (idempotent).
-func (modernTaskView) cancel(e *Engine, _ context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+func (modernTaskView) cancel(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
-	c.stop(errTaskCancelled, "")
+	if _, err := e.index.cancel(ctx, c); err != nil {
+		return answerErr(in.id, e.storeFailed(in.method, err))
+	}
 	return e.ack(in)
 }
 
@@ -353,8 +372,8 @@ func (v legacyTaskView) task(e *Engine, in *inbound, c *call) reply {
 }
 
 // get answers tasks/get: the Task, flat.
-func (v legacyTaskView) get(e *Engine, _ context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+func (v legacyTaskView) get(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
@@ -365,12 +384,16 @@ var errTaskEnded = jsonrpc.NewError(CodeInvalidParams, "Cannot cancel task: it h
 
 // cancel answers tasks/cancel: the Task, cancelled; -32602 for one that
 // ended.
-func (v legacyTaskView) cancel(e *Engine, _ context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+func (v legacyTaskView) cancel(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
-	if !c.stop(errTaskCancelled, "") {
+	stopped, err := e.index.cancel(ctx, c)
+	switch {
+	case err != nil:
+		return answerErr(in.id, e.storeFailed(in.method, err))
+	case !stopped:
 		return answerErr(in.id, errTaskEnded)
 	}
 	return v.task(e, in, c)
@@ -380,14 +403,18 @@ func (v legacyTaskView) cancel(e *Engine, _ context.Context, p *peer, in *inboun
 // ctx ends first (the request ending; the task goes on): what the call
 // would have answered, tagged with the related task.
 func (legacyTaskView) result(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
-	c, terr := e.taskOf(p, in)
+	c, terr := e.taskOf(ctx, p, in)
 	if terr != nil {
 		return answerErr(in.id, terr)
 	}
-	select {
-	case <-c.settled:
-	case <-ctx.Done():
+	c, err := e.index.settled(ctx, c)
+	switch {
+	case ctx.Err() != nil:
 		return reply{kind: Cancelled}
+	case err != nil:
+		return answerErr(in.id, e.storeFailed(in.method, err))
+	case c == nil:
+		return answerErr(in.id, errTaskNotFound) // forgotten while it was awaited
 	}
 	s := c.snapshot()
 	switch {
@@ -412,7 +439,7 @@ var errListCursor = jsonrpc.InvalidParams("tasks/list: invalid cursor")
 // nextCursor, when more follow, is an opaque position after the page's
 // last task, so tasks that end or expire between pages neither repeat nor
 // hide others. A cursor that is not one we minted is -32602.
-func (v legacyTaskView) list(e *Engine, _ context.Context, p *peer, in *inbound) reply {
+func (v legacyTaskView) list(e *Engine, ctx context.Context, p *peer, in *inbound) reply {
 	if !listable(p) {
 		return answerErr(in.id, jsonrpc.MethodNotFound(in.method))
 	}
@@ -423,7 +450,10 @@ func (v legacyTaskView) list(e *Engine, _ context.Context, p *peer, in *inbound)
 			return answerErr(in.id, errListCursor)
 		}
 	}
-	tasks := e.index.tasks(p.origin.owner())
+	tasks, err := e.index.tasks(ctx, p.origin.owner())
+	if err != nil {
+		return answerErr(in.id, e.storeFailed(in.method, err))
+	}
 	slices.SortFunc(tasks, func(a, b *call) int { return positionOf(a).compare(positionOf(b)) })
 	i, _ := slices.BinarySearchFunc(tasks, after, func(c *call, at taskPosition) int {
 		if positionOf(c).compare(at) <= 0 {

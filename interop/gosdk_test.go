@@ -63,10 +63,12 @@ func testGoSDKClient(t *testing.T, carrier, version string) {
 	cs := c.connect(ctx, t, client, version)
 
 	ir := cs.InitializeResult()
-	if ir.Capabilities == nil || ir.Capabilities.Tools == nil {
-		t.Errorf("server capabilities = %+v, want tools", ir.Capabilities)
-	} else if ir.Capabilities.Prompts != nil || ir.Capabilities.Resources != nil {
-		t.Errorf("server capabilities = %+v, want tools only", ir.Capabilities)
+	// The workspace's files are resources (docs/SPEC.md §2); without the
+	// agent there are no prompts and no completions.
+	if ir.Capabilities == nil || ir.Capabilities.Tools == nil || ir.Capabilities.Resources == nil {
+		t.Errorf("server capabilities = %+v, want tools and resources", ir.Capabilities)
+	} else if ir.Capabilities.Prompts != nil || ir.Capabilities.Completions != nil {
+		t.Errorf("server capabilities = %+v, want tools and resources only", ir.Capabilities)
 	}
 	if ir.ServerInfo == nil || ir.ServerInfo.Name == "" {
 		t.Errorf("server info = %+v, want a name", ir.ServerInfo)
@@ -366,8 +368,8 @@ func checkModernResult(t *testing.T, rec *wireRecorder, req *jsonrpc.Request) {
 		if !slices.Equal(result.SupportedVersions, wantSupportedVersions) {
 			t.Errorf("server/discover supportedVersions = %q, want %q", result.SupportedVersions, wantSupportedVersions)
 		}
-		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
-			t.Errorf("server/discover capabilities = %s, want tools and the tasks extension (docs/SPEC.md §14)", result.Capabilities)
+		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"resources":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
+			t.Errorf("server/discover capabilities = %s, want tools, resources and the tasks extension (docs/SPEC.md §2, §14)", result.Capabilities)
 		}
 	}
 }

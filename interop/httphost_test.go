@@ -50,6 +50,7 @@ func startHTTPHost(ctx context.Context, t *testing.T, ws workspace, stderr *lock
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	args := append([]string{"serve", "http", "--root", ws.root, "--token-file", tokenFile}, extra...)
 	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = ws.environ()
 	cmd.WaitDelay = 10 * time.Second
 	h := &httpHost{tokenFile: tokenFile, cmd: cmd, stdout: newFirstLineWriter(), done: make(chan struct{})}
 	cmd.Stdout = h.stdout

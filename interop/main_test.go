@@ -158,8 +158,18 @@ func newWorkspace(t *testing.T) workspace {
 // flags (such as --ask-client) after --root.
 func serverCommand(ctx context.Context, ws workspace, extra ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binPath, append([]string{"serve", "stdio", "--root", ws.root}, extra...)...)
+	cmd.Env = ws.environ()
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
+}
+
+// environ is the server's environment: this process's, with a state
+// directory of ws's own (beside its root, removed with it), so parallel
+// tests never wait on one another's conversation store (a store busy past
+// its 5 s lock timeout fails the start, docs/SPEC.md §9) and a test's
+// servers on one workspace share theirs.
+func (ws workspace) environ(extra ...string) []string {
+	return append(append(os.Environ(), "XDG_STATE_HOME="+ws.root+".state"), extra...)
 }
 
 // serverStderr is a buffer for a server's stderr, logged if t fails.

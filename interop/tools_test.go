@@ -136,7 +136,7 @@ func TestGoSDKAgentTools(t *testing.T) {
 	// The server runs with a key in its environment (not t.Setenv: the
 	// test is parallel).
 	cmd := serverCommand(ctx, ws, "--ask-client", "--allow-commands", "--model", "scripted", "--model-url", ep.url)
-	cmd.Env, cmd.Stderr = append(os.Environ(), "OPENAI_API_KEY=sk-interop-FAKE-0123456789"), stderr
+	cmd.Env, cmd.Stderr = ws.environ("OPENAI_API_KEY=sk-interop-FAKE-0123456789"), stderr
 	c := &goSDKCarrier{name: "stdio", rec: &wireRecorder{}}
 	c.transport = &recordingTransport{inner: &mcp.CommandTransport{Command: cmd}, wire: c.rec}
 	script := &elicitScript{}

@@ -186,3 +186,19 @@ var (
 	ErrConversationExists = errors.New("the conversation already exists")
 	ErrNoConversation     = errors.New("the conversation does not exist")
 )
+
+// ConversationLocker is what a [ConversationStore] shared by several
+// processes (adapters/postgres: replicas behind a balancer) offers so that
+// a turn of one conversation runs in one process at a time (docs/SPEC.md
+// §9 "The store"). The agent claims the conversation for each turn, after
+// its own in-process busy rule and before it loads the history; a store
+// of one process (adapters/memstore, adapters/sqlite) has no need of it,
+// the in-process rule being the whole rule there.
+type ConversationLocker interface {
+	// HoldTurn claims ref's conversation for one turn. ok is false, with no
+	// error, when another process holds it (its turn runs there); err is
+	// the store failing. release ends the claim and is safe to call more
+	// than once; a process that dies releases its claims with its
+	// connections.
+	HoldTurn(ctx context.Context, ref ConversationRef) (release func(), ok bool, err error)
+}

@@ -21,6 +21,12 @@
 #                            browser test's, browser/): installed with
 #                            apt-get when missing (as root), never a browser
 #                            build of a test tool's own
+#   need_postgres            makes sure Debian's PostgreSQL server binaries
+#                            are installed (/usr/lib/postgresql/*/bin/initdb:
+#                            not on PATH), installing the postgresql package
+#                            with apt-get as root; the tests run their own
+#                            clusters with them (internal/pgtest), and the
+#                            package's own cluster is not used
 #   need_test_user           prints the name of the unprivileged user the
 #                            security tests also run as (scripts/test.sh):
 #                            agentmcp-test, a system user without a home or a
@@ -103,6 +109,17 @@ need_node() {
 
 need_chromium() {
 	need_cmd chromium chromium
+}
+
+need_postgres() {
+	compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return 0
+	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+		die "PostgreSQL's server binaries not found (/usr/lib/postgresql/*/bin/initdb): install the Debian package postgresql (apt-get install --no-install-recommends postgresql), or run this as root to have it done"
+	fi
+	echo "PostgreSQL not found: installing the Debian package postgresql with apt-get" >&2
+	apt_install postgresql || die "PostgreSQL not found and apt-get could not install the Debian package postgresql"
+	compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null ||
+		die "PostgreSQL's server binaries still not found after installing the Debian package postgresql"
 }
 
 need_test_user() {

@@ -10,7 +10,10 @@
 #      Debian's prometheus against the binary; the docs test: README.md
 #      and docs/*.md checked against the binary, their runnable blocks run
 #      with curl and socat; the command sandbox's tests run bubblewrap,
-#      installed from Debian's bubblewrap package);
+#      installed from Debian's bubblewrap package; the PostgreSQL store's
+#      tests run clusters of their own with Debian's postgresql server
+#      binaries, AGENTMCP_REQUIRE_POSTGRES=1 making a missing one a
+#      failure, not a skip);
 #   2b. the security tests again as an unprivileged user: their test
 #      binaries built as root (go test -c) and run under setpriv as
 #      agentmcp-test (scripts/lib.sh need_test_user), with HOME, TMPDIR and
@@ -28,20 +31,26 @@
 #      measure, agentmcp's and its peers', each in a process of its own,
 #      answers correctly on every transport and wire);
 #   7. the official MCP conformance suite, 2025-11-25 and 2026-07-28 legs
-#      and the tasks extension's scenarios, against the loopback host
+#      and the tasks extension's scenarios, against the loopback host, then
+#      again against two loopback replicas sharing one PostgreSQL
 #      (conformance/run.sh installs Node 22 and the suite from npm itself);
 #   8. the end-to-end test of the remote host: oauth2-mock-server over HTTPS,
 #      nginx as the TLS proxy, the TypeScript SDK client (e2e/run.sh);
-#   9. go vet and go test -count=1 ./... in browser/, the nested module of
-#      the turn view's browser test: Debian's chromium headless (installed
-#      with scripts/lib.sh need_chromium) driven by chromedp, with web/'s
-#      npm packages (npm ci in web/, only when its package-lock.json or
-#      Node changed): the ext-apps host side and axe-core, and esbuild,
-#      with which the test also checks that the committed view
-#      (adapters/agent/view/turn.html) is what web/ builds.
+#   9. the end-to-end test of replicas: two serve remote replicas on one
+#      PostgreSQL (internal/pgtest's) behind nginx round-robin, a session
+#      whose every request lands on the other replica, then kill -9 of one
+#      mid-task (e2e/replicas.sh).
+#  10. go vet and go test -count=1 ./... in browser/, the nested module of
+#       the turn view's browser test: Debian's chromium headless (installed
+#       with scripts/lib.sh need_chromium) driven by chromedp, with web/'s
+#       npm packages (npm ci in web/, only when its package-lock.json or
+#       Node changed): the ext-apps host side and axe-core, and esbuild,
+#       with which the test also checks that the committed view
+#       (adapters/agent/view/turn.html) is what web/ builds.
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
-# the metrics test, curl and socat for the docs test, npm, and the Debian
+# the metrics test, curl and socat for the docs test, postgresql for the
+# PostgreSQL store's tests, npm, and the Debian
 # packages e2e/run.sh needs, with
 # apt-get when run as root (otherwise it stops with one line naming the
 # package); Node 22 from npm into
@@ -70,8 +79,10 @@ tools() {
 	need_cmd curl curl   # the docs test runs the guides' runnable blocks (docs/http.md, docs/operating.md)
 	need_cmd socat socat # and docs/http.md's Unix-socket client
 	need_cmd bwrap bubblewrap      # run_command's default sandbox, which the sandbox tests run
+	need_postgres                  # the PostgreSQL store's tests run their own clusters (internal/pgtest)
+	export AGENTMCP_REQUIRE_POSTGRES=1 # so they fail, never skip, should it go missing
 	need_node
-	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
+	echo "$(go version); gcc $(gcc -dumpversion); $(prometheus --version 2>&1 | head -n 1); $(bwrap --version); postgres $("$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1)" --version | awk '{print $3}'); node $(node --version) ($(command -v node)); npm $(npm --version)" | tee /dev/fd/3
 }
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
@@ -99,15 +110,16 @@ browser_tests() {
 }
 
 # The security tests (the command sandbox and its launcher, the state
-# directory's owner) once more as an unprivileged user, each package's
+# directory's owner, the workspace's resource refusals) once more as an unprivileged user, each package's
 # test binary built as root and run under setpriv in a directory of that
 # user's: what a sandbox stops must not depend on running as root.
 security_tests=(
-	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags|TestStateDirOwner"
+	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags|TestStateDirOwner|TestResource"
 	"adapters/landlock:."
 	"adapters/bubblewrap:."
-	"adapters/workspace:TestRunCommand"
+	"adapters/workspace:TestRunCommand|TestResource"
 	"adapters/sqlite:TestOpenRefuses"
+	"internal/pgtest:." # as anyone but root, the test cluster runs as that user
 )
 unprivileged() {
 	if [[ "$(id -u)" != 0 ]]; then
@@ -170,7 +182,7 @@ modules=(. interop otel examples/mysession bench browser)
 # go test's result cache cannot see, so a cached pass could hide a change.
 conformance() {
 	bash "$repo/conformance/run.sh"
-	grep -E '^conformance ([0-9-]+|tasks): .* unexpected$' "$steps_log" | tail -n 3 >&3
+	grep -E '^conformance ([0-9-]+|tasks)( replicas)?: .* unexpected$' "$steps_log" | tail -n 6 >&3
 }
 
 steps_begin "${AGENTMCP_TEST_LOG:-}"
@@ -191,5 +203,6 @@ run_step "go vet, go test -race ./... (examples/mysession module)" bash -c 'cd "
 run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash -c 'cd "$1/bench" && shift && go vet ./... && go test -race -count=1 "$@" ./...' _ "$repo" "$@"
 run_step "official MCP conformance suite, both legs and the tasks scenarios" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"
+run_step "end to end: two replicas on one PostgreSQL behind nginx, kill -9 of one" bash "$repo/e2e/replicas.sh"
 run_step "go vet, go test -count=1 ./... (browser module: the turn view in chromium)" browser_tests "$@"
 echo "all tests passed"

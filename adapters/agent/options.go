@@ -52,6 +52,12 @@ var (
 	// conversation (the same principal and name) computes.
 	ErrBusy = ports.Refused("session is busy: a turn of this conversation is running; retry when it finishes")
 
+	// ErrBusyElsewhere refuses a submission made while a turn of the same
+	// conversation runs in another process sharing the store (another
+	// replica: [ports.ConversationLocker]). It is never a supersede: the
+	// turn waiting there is that process's to end.
+	ErrBusyElsewhere = ports.Refused("session is busy: a turn of this conversation is running on another replica; retry when it finishes")
+
 	// errNotStarted refuses a submission whose ctx ended before its turn.
 	errNotStarted = ports.Refused("submission cancelled before its turn started")
 )

@@ -159,7 +159,10 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	// The turn stops counting as running before its end is logged, so a
 	// submission made once "turn finished" or "turn failed" is logged is
 	// never refused as busy by it.
+	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
+	unhold := func() {}
 	release := sync.OnceFunc(func() {
+		unhold() // first: a turn this one superseded starts once done closes
 		me.live.settle()
 		s.ended.put(key, me.live) // before it leaves running: a read always finds it
 		s.mu.Lock()
@@ -168,8 +171,23 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 		close(me.done)
 	})
 	defer release()
+	if l, ok := s.opts.Store.(ports.ConversationLocker); ok {
+		held, ok, err := l.HoldTurn(tctx, ref)
+		switch {
+		case err != nil:
+			me.live.end(ports.TurnResult{}, err, false)
+			release()
+			s.log.Info("turn failed", "err", logCause(err))
+			return ports.TurnResult{}, s.storeFailed("claimed", err)
+		case !ok:
+			me.live.end(ports.TurnResult{}, ErrBusyElsewhere, false)
+			release()
+			s.log.Info("submission refused", "reason", "conversation busy on another replica")
+			return ports.TurnResult{}, ErrBusyElsewhere
+		}
+		unhold = held
+	}
 
-	ref := ports.RefOf(s.opts.Root, who).Named(key.name)
 	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
 	if err != nil {
 		me.live.end(ports.TurnResult{}, err, false)

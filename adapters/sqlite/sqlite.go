@@ -50,7 +50,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -61,6 +60,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmcp/agentmcp/adapters/internal/turnjson"
 	"github.com/agentmcp/agentmcp/ports"
 
 	sqlite "modernc.org/sqlite"
@@ -453,81 +453,6 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// message is a ports.Message as stored.
-type message struct {
-	Role       ports.Role `json:"role"`
-	Content    string     `json:"content,omitempty"`
-	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-func encode(msgs []ports.Message) ([]byte, error) {
-	out := make([]message, len(msgs))
-	for i, m := range msgs {
-		out[i] = message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
-		for _, c := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, toolCall(c))
-		}
-	}
-	return json.Marshal(out)
-}
-
-// fileDiff is a ports.FileDiff as stored.
-type fileDiff struct {
-	Path    string `json:"path"`
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
-	Diff    string `json:"diff"`
-}
-
-// encodeChanges is changes as stored: NULL when there are none.
-func encodeChanges(changes []ports.FileDiff) (any, error) {
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	out := make([]fileDiff, len(changes))
-	for i, c := range changes {
-		out[i] = fileDiff(c)
-	}
-	return json.Marshal(out)
-}
-
-func decodeChanges(b []byte) ([]ports.FileDiff, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var in []fileDiff
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	out := make([]ports.FileDiff, len(in))
-	for i, c := range in {
-		out[i] = ports.FileDiff(c)
-	}
-	return out, nil
-}
-
-func decode(b []byte) ([]ports.Message, error) {
-	var in []message
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	out := make([]ports.Message, len(in))
-	for i, m := range in {
-		out[i] = ports.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
-		for _, c := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, ports.ToolCall(c))
-		}
-	}
-	return out, nil
-}
-
 // Load returns ref's committed turns, oldest first.
 func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Turn, error) {
 	rows, err := s.query(ctx, nil, `SELECT t.seq, t.bytes, t.messages, t.changes FROM turns t
@@ -538,22 +463,8 @@ func (s *Store) Load(ctx context.Context, ref ports.ConversationRef) ([]ports.Tu
 		return nil, s.fault("cannot read it", err)
 	}
 	defer rows.Close()
-	var turns []ports.Turn
-	for rows.Next() {
-		var t ports.Turn
-		var b, ch []byte
-		if err := rows.Scan(&t.Number, &t.Bytes, &b, &ch); err != nil {
-			return nil, s.fault("cannot read it", err)
-		}
-		if t.Messages, err = decode(b); err == nil {
-			t.Changes, err = decodeChanges(ch)
-		}
-		if err != nil {
-			return nil, s.fault("cannot read it", fmt.Errorf("a stored turn is not valid: %w", err))
-		}
-		turns = append(turns, t)
-	}
-	if err := rows.Err(); err != nil {
+	turns, err := turnjson.ScanTurns(rows)
+	if err != nil {
 		return nil, s.fault("cannot read it", err)
 	}
 	return turns, nil
@@ -572,13 +483,17 @@ func (s *Store) cutoff() int64 {
 // [ports.ConversationStore] says) and applies the bounds, in one
 // transaction. A full disk is [ports.ErrStoreFull].
 func (s *Store) Append(ctx context.Context, ref ports.ConversationRef, turn ports.Turn, o ports.AppendOptions) (int, error) {
-	b, err := encode(turn.Messages)
+	b, err := turnjson.EncodeMessages(turn.Messages)
 	if err != nil {
 		return 0, fmt.Errorf("conversation store %s: the turn cannot be encoded: %w", s.path, err)
 	}
-	changes, err := encodeChanges(turn.Changes)
+	ch, err := turnjson.EncodeChanges(turn.Changes)
 	if err != nil {
 		return 0, fmt.Errorf("conversation store %s: the turn's changes cannot be encoded: %w", s.path, err)
+	}
+	var changes any // NULL when there are none
+	if ch != nil {
+		changes = ch
 	}
 	var number int
 	err = s.write(ctx, func(tx *sql.Tx) error {
@@ -664,24 +579,9 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 	if err != nil {
 		return err
 	}
-	var total int64
-	var turns int
-	var dropFrom int64 // the newest seq to drop; 0: none
-	for rows.Next() {
-		var seq, bytes int64
-		if err := rows.Scan(&seq, &bytes); err != nil {
-			rows.Close()
-			return err
-		}
-		if turns > 0 && total+bytes > int64(maxBytes) {
-			dropFrom = seq
-			break
-		}
-		total += bytes
-		turns++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	turns, total, dropFrom, err := turnjson.Kept(rows, maxBytes)
+	rows.Close() // before the writes below: the transaction's connection is the rows' until then
+	if err != nil {
 		return err
 	}
 	if dropFrom > 0 {
@@ -693,49 +593,24 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, id int64, maxBytes int) er
 	return err
 }
 
-// bound applies the store's bounds, never dropping conversation keep: at
-// a bound, the least recently updated conversation of the principal that
-// holds the most goes first, principal's own (the appender's) on a tie.
+// bound applies the store's bounds (turnjson.Bound), never dropping
+// conversation keep, after the age limit.
 func (s *Store) bound(ctx context.Context, tx *sql.Tx, keep int64, principal string) error {
 	if err := s.expire(ctx, tx); err != nil {
 		return err
 	}
-	// held is each principal's holding: its conversations, or its bytes.
-	for _, b := range []struct {
-		total, held string
-		max         int64
-	}{
-		{`SELECT count(*) FROM conversations`, `count(*)`, int64(s.opts.MaxConversations)},
-		{`SELECT coalesce(sum(bytes), 0) FROM conversations`, `sum(bytes)`, s.opts.MaxBytes},
-	} {
-		if b.max <= 0 {
-			continue
-		}
-		victim := `WITH h AS (SELECT principal, ` + b.held + ` AS held FROM conversations GROUP BY principal)
-			SELECT c.id FROM conversations c JOIN h ON h.principal = c.principal
-			WHERE c.id != ? ORDER BY h.held DESC, (c.principal = ?) DESC, c.updated, c.id LIMIT 1`
-		for {
-			var total int64
-			if err := s.queryRow(ctx, tx, b.total).Scan(&total); err != nil {
-				return err
-			}
-			if total <= b.max {
-				break
-			}
-			var id int64
-			err := s.queryRow(ctx, tx, victim, keep, principal).Scan(&id)
+	return turnjson.Bound(ctx, turnjson.Evictor{
+		Table: "conversations",
+		Arg:   func(int) string { return "?" },
+		Int: func(ctx context.Context, query string, args ...any) (n int64, ok bool, err error) {
+			err = s.queryRow(ctx, tx, query, args...).Scan(&n)
 			if errors.Is(err, sql.ErrNoRows) {
-				break
+				return 0, false, nil
 			}
-			if err != nil {
-				return err
-			}
-			if err := s.deleteConversation(ctx, tx, id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+			return n, err == nil, err
+		},
+		Delete: func(ctx context.Context, id int64) error { return s.deleteConversation(ctx, tx, id) },
+	}, keep, principal, s.opts.MaxConversations, s.opts.MaxBytes)
 }
 
 // expire drops the conversations older than MaxAge.

@@ -121,6 +121,13 @@ func TestResourceTraversal(t *testing.T) {
 			{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
 			{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
 			{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
+			{prefix + "..%5Csecret", "no such file"},       // the same, percent-encoded
+			{prefix + "..%5C..%5Csecret", "no such file"},
+			{prefix + "x/..%2F..%2Fsecret", "escapes the workspace root"},
+			{prefix + "%252e%252e%252fsecret", "no such file"}, // double-encoded slash: one literal name
+			{prefix + "%c0%ae%c0%ae/secret", "no such file"},   // overlong UTF-8 dots are bytes, not dots
+			{prefix + "%2e%2e", "escapes the workspace root"},
+			{prefix + "sub/a.txt\x00", "malformed"}, // a raw NUL
 			{prefix + "/" + filepath.Dir(root) + "/secret", ""},
 			{prefix + "sub/a.txt%00", "NUL"},
 			{prefix + "sub/a.txt?x=1", "no query or fragment"},
@@ -131,6 +138,9 @@ func TestResourceTraversal(t *testing.T) {
 			{prefix + "missing.txt", "no such file"},
 			{"file://" + filepath.Dir(root) + "/secret", "not a file of this workspace"},
 			{"file://localhost" + root + "/sub/a.txt", "not a file of this workspace"},
+			{"file://evil.example" + root + "/sub/a.txt", "not a file of this workspace"},
+			{"FILE://" + root + "/sub/a.txt", "not a file of this workspace"},
+			{"agentmcp://workspace@evil/sub/a.txt", "not a file of this workspace"},
 			{"agentmcp://elsewhere/sub/a.txt", "not a file of this workspace"},
 			{"http://example.com/", "not a file of this workspace"},
 		} {
@@ -162,40 +172,19 @@ func TestResourceSymlinkSwap(t *testing.T) {
 	s, root, prefix := resourceSession(t, workspace.WorkspaceURIs, map[string]string{"file": "inside"})
 	name, tmpLink, tmpFile := filepath.Join(root, "swap"), filepath.Join(root, ".link"), filepath.Join(root, "file")
 	secret := filepath.Join(filepath.Dir(root), "secret")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Remove(tmpLink)
-			if i%2 == 0 {
-				os.Symlink(secret, tmpLink)
-			} else {
-				os.Link(tmpFile, tmpLink)
-			}
-			os.Rename(tmpLink, name)
-		}
-	}()
+	stop := swapping(name, tmpLink, func() { os.Symlink(secret, tmpLink) }, func() { os.Link(tmpFile, tmpLink) })
 	var inside int
 	for range 2000 {
 		c, err := read(t, s, prefix+"swap")
 		if err == nil {
 			if c[0].Text != "inside" {
-				close(stop)
-				wg.Wait()
+				stop()
 				t.Fatalf("read through the swap returned %q", c[0].Text)
 			}
 			inside++
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("%d of 2000 reads found the file; the rest were refused", inside)
 }
 
@@ -215,4 +204,62 @@ func TestResourceHugeFile(t *testing.T) {
 	over := strings.Repeat("x", workspace.MaxReadBytes+1)
 	writeTree(t, root, map[string]string{"over": over})
 	refused(t, s, prefix+"over", "1048577 bytes")
+}
+
+// TestResourceSymlinkSwapDir: while another goroutine swaps a directory
+// of the path between a link inside the root and a link to a directory
+// outside it holding a file of the same name, no read returns what is
+// outside: every component is resolved under the root, on the
+// descriptors that are read.
+func TestResourceSymlinkSwapDir(t *testing.T) {
+	s, root, prefix := resourceSession(t, workspace.FileURIs, map[string]string{".real/f": "inside"})
+	out := filepath.Join(filepath.Dir(root), "out")
+	writeTree(t, out, map[string]string{"f": "SECRET"})
+	name, tmp := filepath.Join(root, "d"), filepath.Join(root, ".d")
+	stop := swapping(name, tmp, func() { os.Symlink(out, tmp) }, func() { os.Symlink(".real", tmp) })
+	var inside, outside int
+	for range 2000 {
+		c, err := read(t, s, prefix+"d/f")
+		switch {
+		case err == nil && c[0].Text == "inside":
+			inside++
+		case err == nil:
+			stop()
+			t.Fatalf("read through the swapped directory returned %q", c[0].Text)
+		case strings.Contains(err.Error(), "SECRET"):
+			t.Fatalf("the refusal carries the secret: %v", err)
+		default:
+			outside++
+		}
+	}
+	stop()
+	t.Logf("%d of 2000 reads found the inside file; %d were refused", inside, outside)
+}
+
+// swapping renames tmp over name again and again until stop is called,
+// tmp made by outside and inside in turn; stop returns once the swapping
+// has ended, and may be called more than once.
+func swapping(name, tmp string, outside, inside func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			os.Remove(tmp)
+			if i%2 == 0 {
+				outside()
+			} else {
+				inside()
+			}
+			os.Rename(tmp, name)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }

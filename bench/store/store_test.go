@@ -1,5 +1,6 @@
 // Package store benchmarks the agent's conversation stores (docs/SPEC.md §9):
-// the SQLite file beside the in-memory store. It is a package of its own
+// the SQLite file beside the in-memory store and PostgreSQL; and the tasks
+// replicas share in PostgreSQL (§14 "Replicas": replicas_test.go). It is a package of its own
 // so that the bench table's in-process rows ("go test -bench ." in bench/)
 // do not run it: cd bench && go test -run '^$' -bench Store ./store/
 package store
@@ -39,10 +40,12 @@ func storeTurn(i int) ports.Turn {
 // BenchmarkStoreCommit is the agent's commit of a finished turn (Append:
 // the turn, the history budget, the store's bounds, in one transaction),
 // over 100 conversations, for the SQLite file (WAL, synchronous=FULL: one
-// fsync per commit) and the in-memory store. It reports the latency's
+// fsync per commit), the in-memory store and PostgreSQL (internal/pgtest's
+// cluster on 127.0.0.1, fsync off as a test cluster runs: the network
+// round trips and the write lock, not the disk). It reports the latency's
 // p50 and p99.
 func BenchmarkStoreCommit(b *testing.B) {
-	for _, kind := range []string{"sqlite", "memory"} {
+	for _, kind := range []string{"sqlite", "memory", "postgres"} {
 		b.Run(kind, func(b *testing.B) {
 			store := openBenchStore(b, kind, filepath.Join(b.TempDir(), sqlite.FileName))
 			turn := storeTurn(0)
@@ -109,8 +112,12 @@ func fillStore(b *testing.B, path string, n int) {
 }
 
 func openBenchStore(b *testing.B, kind, path string) ports.ConversationStore {
-	if kind == "memory" {
+	switch kind {
+	case "memory":
 		return memstore.New(memstore.Options{MaxConversations: 1000, MaxBytes: 256 << 20, MaxAge: 90 * 24 * time.Hour})
+	case "postgres":
+		s, _ := replicaStores(b)
+		return s
 	}
 	s, err := sqlite.Open(path, sqlite.Options{MaxConversations: 100_000, MaxBytes: 1 << 30, MaxAge: 90 * 24 * time.Hour})
 	if err != nil {
@@ -120,11 +127,13 @@ func openBenchStore(b *testing.B, kind, path string) ports.ConversationStore {
 	return s
 }
 
+func sortDurations(lat []time.Duration) { slices.Sort(lat) }
+
 func reportPercentiles(b *testing.B, lat []time.Duration) {
 	if len(lat) == 0 {
 		return
 	}
-	slices.Sort(lat)
+	sortDurations(lat)
 	at := func(q float64) float64 {
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
 	}

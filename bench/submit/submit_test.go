@@ -13,11 +13,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/workspace"
 	"github.com/agentmcp/agentmcp/bench/internal/servers"
 	"github.com/agentmcp/agentmcp/ports"
@@ -45,33 +43,12 @@ type client struct {
 // open serves a fresh agent (the workspace on a temporary root, its
 // conversations in memory) over stdio and initializes a 2025-11-25 client.
 func open(tb testing.TB) *client {
-	root := tb.TempDir()
-	real, _ := filepath.EvalSymlinks(root)
-	ws, err := workspace.New(workspace.Options{Root: root})
+	w, r, closeAll, err := servers.ServeAgentPipes(tb.TempDir(), workspace.NoResources, instantModel{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { ws.Close() })
-	s, err := agent.New(ws, instantModel{}, agent.Options{Root: real})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	_, stop, err := servers.ServeSessionStdio(context.Background(), s, inR, outW)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		inW.Close()
-		go io.Copy(io.Discard, outR)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		stop(ctx)
-		outW.Close()
-	})
-	c := &client{w: inW, r: bufio.NewScanner(outR)}
-	c.r.Buffer(nil, 16<<20)
+	tb.Cleanup(closeAll)
+	c := &client{w: w, r: r}
 	c.roundTrip(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	io.WriteString(c.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	return c

@@ -1,13 +1,19 @@
 // Package proxy is the test reverse proxy that puts the official MCP
-// conformance suite in front of agentmcp's loopback Streamable HTTP host.
+// conformance suite in front of agentmcp's loopback Streamable HTTP host —
+// or in front of several replicas of it sharing one store, taking turns.
 //
 // The suite cannot send a bearer token, and it addresses the proxy, not the
 // host. The proxy therefore:
 //
 //   - adds "Authorization: Bearer <token>" to every request (replacing any
 //     the client sent);
-//   - maps its own Host (127.0.0.1:<proxy port>) to the host's, and its own
-//     Origin (http://127.0.0.1:<proxy port>) to the host's origin;
+//   - sends each request to the next of its upstreams, in turn (one
+//     upstream: always that one), so with two replicas every request
+//     lands on the other replica than the one before;
+//   - maps its own Host (127.0.0.1:<proxy port>) to the host's of the
+//     upstream it sends the request to, and its own Origin
+//     (http://127.0.0.1:<proxy port>) to that upstream's origin: a
+//     loopback host admits only its own;
 //   - passes every other Host and Origin through unchanged, and the request
 //     target, method, headers and body as they came, so the host's
 //     admission rules (docs/SPEC.md §5.2: target exactly /mcp, exact Host, exact or
@@ -31,6 +37,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +49,9 @@ type Options struct {
 	// Backend is the host's endpoint URL (http://127.0.0.1:<port>/mcp); only
 	// its scheme and host:port are used.
 	Backend string
+	// Backends, when set, are the endpoint URLs of replicas, taken in turn
+	// (Backend is then unused).
+	Backends []string
 	// Token is the bearer token the host minted.
 	Token string
 	// Logger, when set, receives one line per proxied request (method,
@@ -51,12 +61,20 @@ type Options struct {
 
 // New returns the proxy handler.
 func New(opts Options) (http.Handler, error) {
-	be, err := url.Parse(opts.Backend)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: backend URL: %w", err)
+	backends := opts.Backends
+	if len(backends) == 0 {
+		backends = []string{opts.Backend}
 	}
-	if be.Scheme != "http" || be.Host == "" {
-		return nil, fmt.Errorf("proxy: backend URL %q is not an http URL with a host", opts.Backend)
+	var ups []*url.URL
+	for _, b := range backends {
+		be, err := url.Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: backend URL: %w", err)
+		}
+		if be.Scheme != "http" || be.Host == "" {
+			return nil, fmt.Errorf("proxy: backend URL %q is not an http URL with a host", b)
+		}
+		ups = append(ups, be)
 	}
 	if _, _, err := net.SplitHostPort(opts.Front); err != nil {
 		return nil, fmt.Errorf("proxy: front %q is not host:port: %w", opts.Front, err)
@@ -65,12 +83,14 @@ func New(opts Options) (http.Handler, error) {
 		return nil, fmt.Errorf("proxy: empty token")
 	}
 	frontOrigin := "http://" + opts.Front
-	backOrigin := be.Scheme + "://" + be.Host
 	auth := "Bearer " + opts.Token
+	var turn atomic.Uint64
 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			// Target: the host's listener; path and query exactly as sent.
+			// Target: the next upstream's listener; path and query exactly
+			// as sent.
+			be := ups[(turn.Add(1)-1)%uint64(len(ups))]
 			pr.Out.URL.Scheme = be.Scheme
 			pr.Out.URL.Host = be.Host
 			if pr.In.Host == opts.Front {
@@ -79,9 +99,13 @@ func New(opts Options) (http.Handler, error) {
 				pr.Out.Host = pr.In.Host
 			}
 			if o := pr.In.Header.Values("Origin"); len(o) == 1 && o[0] == frontOrigin {
-				pr.Out.Header.Set("Origin", backOrigin)
+				pr.Out.Header.Set("Origin", be.Scheme+"://"+be.Host)
 			}
 			pr.Out.Header.Set("Authorization", auth)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(upstreamHeader, resp.Request.URL.Host)
+			return nil
 		},
 		// SSE: write every chunk through as soon as the host writes it.
 		FlushInterval: -1,
@@ -105,6 +129,10 @@ func New(opts Options) (http.Handler, error) {
 	}
 	return logged(h, opts.Logger), nil
 }
+
+// upstreamHeader names, on each response, the upstream that answered it
+// (host:port), for the log and the proxy's test.
+const upstreamHeader = "X-Proxy-Upstream"
 
 // maxInMemoryBody bounds the body bodyInMemory reads ahead: above the
 // host's own limit (4 MiB), so a body the host refuses as too large (413)
@@ -154,7 +182,7 @@ func logged(h http.Handler, logger *slog.Logger) http.Handler {
 		h.ServeHTTP(rec, r)
 		logger.Info("proxied",
 			"method", r.Method, "target", r.RequestURI, "host", r.Host, "origin", r.Header.Get("Origin"),
-			"mcpMethod", r.Header.Get("Mcp-Method"), "status", rec.status,
+			"mcpMethod", r.Header.Get("Mcp-Method"), "status", rec.status, "upstream", rec.Header().Get(upstreamHeader),
 			"contentType", rec.Header().Get("Content-Type"), "ms", time.Since(start).Milliseconds())
 	})
 }

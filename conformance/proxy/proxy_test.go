@@ -216,3 +216,49 @@ func TestBodiesForwardedAsSent(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicasInTurn: with two upstreams every request goes to the other
+// one than the request before, its own Host and Origin mapped to that
+// upstream's (a loopback host admits only its own), and the response says
+// which answered.
+func TestReplicasInTurn(t *testing.T) {
+	type hit struct{ name, host, origin string }
+	got := make(chan hit, 16)
+	var backs []string
+	for _, name := range []string{"a", "b"} {
+		be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got <- hit{name, r.Host, r.Header.Get("Origin")}
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		t.Cleanup(be.Close)
+		backs = append(backs, be.URL+"/mcp")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := ln.Addr().String()
+	h, err := proxy.New(proxy.Options{Front: front, Backends: backs, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	for i := range 6 {
+		req, _ := http.NewRequest("POST", "http://"+front+"/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Origin", "http://"+front)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := <-got
+		want := []string{"a", "b"}[i%2]
+		be := strings.TrimSuffix(strings.TrimPrefix(backs[i%2], "http://"), "/mcp")
+		if h.name != want || h.host != be || h.origin != "http://"+be || resp.Header.Get("X-Proxy-Upstream") != be {
+			t.Errorf("request %d reached %s with Host %q, Origin %q, answered as %q; want %s with %s's own", i, h.name, h.host, h.origin,
+				resp.Header.Get("X-Proxy-Upstream"), want, be)
+		}
+	}
+}

@@ -168,12 +168,22 @@ type Server struct {
 // is closed when the test ends.
 func New(t testing.TB, answer func(r *Request) Reply) *Server {
 	t.Helper()
+	s := Serve(answer)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Serve is New outside a test (the end-to-end test's model,
+// internal/e2eparts): the server runs until Close.
+func Serve(answer func(r *Request) Reply) *Server {
 	s := &Server{answer: answer}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
-	t.Cleanup(s.srv.Close)
 	return s
 }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
 
 // Script starts a server that answers with replies in order; a request
 // beyond them gets a 500 that says the script is exhausted.

@@ -60,6 +60,11 @@ const (
 var sqliteDeps = []string{"modernc.org/libc/...", "modernc.org/mathutil", "modernc.org/memory", "modernc.org/sqlite/...", xSys, "github.com/dustin/go-humanize", "github.com/google/uuid",
 	"github.com/remyoudompheng/bigfft", "github.com/mattn/go-isatty", "github.com/ncruces/go-strftime"}
 
+// pgxDeps is github.com/jackc/pgx/v5 and what it pulls in: its pool,
+// the password file and service file readers, x/text for client
+// encodings.
+var pgxDeps = []string{"github.com/jackc/...", "golang.org/x/text/...", "golang.org/x/sync/..."}
+
 // core is what every package above the domain may lean on: the ports, the
 // domain, and the JSON wire layer beneath them both.
 var core = []string{"ports", "domain", "internal/jsonrpc"}
@@ -101,7 +106,9 @@ var Rules = []Rule{
 	{"adapters/bubblewrap", nil, "the command sandbox's namespaces: bwrap argument vectors, the standard library only (never adapters/landlock: app composes the two)"},
 	{"adapters/agent", append([]string{logs, "adapters/memstore", udiff}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default, go-udiff diffs a turn's changes"},
 	{"adapters/memstore", core, "the in-memory ConversationStore: ports, domain"},
-	{"adapters/sqlite", append(append([]string{}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain"},
+	{"adapters/sqlite", append(append([]string{"adapters/internal/turnjson"}, sqliteDeps...), core...), "the durable ConversationStore: modernc.org/sqlite (pure Go), ports, domain, the stored turn's JSON"},
+	{"adapters/postgres", append(append([]string{"adapters/internal/turnjson"}, pgxDeps...), core...), "the shared ConversationStore: pgx (and what it pulls in), ports, domain, the stored turn's JSON"},
+	{"adapters/internal/turnjson", core, "the stored form of a turn's messages and changes, shared by the durable stores: ports, domain"},
 	{"adapters/openai", append([]string{goOpenAI + "/...", logs}, core...), "a Model adapter: the Chat Completions client library, ports, domain"},
 	{"adapters/metrics", append([]string{promClient, "github.com/beorn7/perks/...", "github.com/cespare/xxhash/...", "github.com/munnerz/goautoneg", xSys, "google.golang.org/protobuf/..."}, core...), "Prometheus metrics: client_golang (and its dependencies) and the ports it observes"},
 	{"ports/porttest", core, "the Session contract suite: ports, domain"},
@@ -113,6 +120,8 @@ var Rules = []Rule{
 	{"internal/load", append([]string{jose + "/...", "internal/hostile"}, core...), "load-test drivers: a session for the ports, go-jose for the test issuer's tokens, the misbehaving clients beside the load"},
 	{"internal/enginetest", append([]string{"engine", "internal/fake", logs}, core...), "test support: the engine a carrier's test serves, shut down when the test ends with its call index checked empty"},
 	{"internal/fuzzhttp", []string{"..."}, "test harness: fuzzing helpers for the HTTP hosts over the transcript checks"},
+	{"internal/pgtest", nil, "a real PostgreSQL cluster for tests (Debian's server binaries, a temporary directory, a free 127.0.0.1 port): the standard library only"},
+	{"internal/e2eparts", []string{"internal/pgtest", "internal/chatscript"}, "the end-to-end test's PostgreSQL and scripted model as a command (e2e/replicas.sh): the two test harnesses, the standard library"},
 	{"internal/waitfor", nil, "a bounded wait on a channel for tests: the standard library only"},
 	{logs, nil, "the logging default: the standard library only"},
 	{"internal/netcap", nil, "connection caps and socket tuning for a TCP server: the standard library only"},

@@ -42,10 +42,8 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { RecordingTransport, writeReport, runScenario } from './record.mjs';
+import { RecordingTransport, writeReport, runScenario, scenarioTransport } from './record.mjs';
 
 const TIMEOUT_MS = 60_000;
 
@@ -59,16 +57,7 @@ const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 async function main() {
   const scenario = JSON.parse(readFileSync(scenarioPath, 'utf8'));
-  const inner = scenario.url
-    ? new StreamableHTTPClientTransport(new URL(scenario.url), {
-        requestInit: { headers: { Authorization: `Bearer ${readFileSync(scenario.tokenFile, 'utf8').trim()}` } },
-      })
-    : new StdioClientTransport({
-        command: scenario.command,
-        args: scenario.args,
-        env: { ...getDefaultEnvironment(), ...(scenario.env ?? {}) },
-        stderr: 'inherit',
-      });
+  const inner = scenarioTransport(scenario);
   const transport = new RecordingTransport(inner);
   const client = new Client({ name: 'agentmcp-interop-ts-agent', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 

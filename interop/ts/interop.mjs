@@ -171,9 +171,11 @@ async function main() {
     // 2025-11-25 adds the experimental tasks capability (docs/SPEC.md §14),
     // with tasks/list on a stream (its tasks are the connection's) but not on
     // the loopback host (one principal for every local client).
+    // resources: the workspace's files through the file:// template
+    // (docs/SPEC.md §2); no prompts or completions without the agent.
     const WANT_CAPABILITIES = overHTTP
-      ? { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
-      : { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
+      ? { tools: {}, resources: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
+      : { tools: {}, resources: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
     check(isDeepStrictEqual(client.getServerCapabilities(), WANT_CAPABILITIES),
       `server capabilities ${show(client.getServerCapabilities())}, want ${show(WANT_CAPABILITIES)}`);
     check(typeof client.getServerVersion()?.name === 'string' && client.getServerVersion().name !== '',

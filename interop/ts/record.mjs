@@ -1,8 +1,12 @@
-// What the TypeScript SDK client scripts share: interop.mjs, agent.mjs and
-// elicit.mjs record the wire through RecordingTransport; the scenario
-// scripts (agent.mjs, elicit.mjs) also write their report and exit alike.
+// What the TypeScript SDK client scripts share: interop.mjs, agent.mjs,
+// elicit.mjs and resources.mjs record the wire through RecordingTransport;
+// the scenario scripts (agent.mjs, elicit.mjs, resources.mjs) also write
+// their report and exit alike, and agent.mjs and resources.mjs connect to
+// the scenario's server alike (scenarioTransport).
 
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 // RecordingTransport wraps an MCP SDK transport: it records every message
 // the client sends and receives (the server's own requests included), so the
@@ -65,4 +69,23 @@ export async function runScenario(main, client) {
     console.error(`FAIL (${client}): ${err?.stack ?? String(err)}`);
     process.exit(1);
   }
+}
+
+// scenarioTransport is the SDK transport to a scenario's server:
+// StreamableHTTPClientTransport on scenario.url, sending the bearer token
+// scenario.tokenFile holds, or else StdioClientTransport spawning
+// scenario.command with scenario.args, the SDK's default environment plus
+// scenario.env, and its stderr inherited.
+export function scenarioTransport(scenario) {
+  if (scenario.url) {
+    return new StreamableHTTPClientTransport(new URL(scenario.url), {
+      requestInit: { headers: { Authorization: `Bearer ${readFileSync(scenario.tokenFile, 'utf8').trim()}` } },
+    });
+  }
+  return new StdioClientTransport({
+    command: scenario.command,
+    args: scenario.args,
+    env: { ...getDefaultEnvironment(), ...(scenario.env ?? {}) },
+    stderr: 'inherit',
+  });
 }

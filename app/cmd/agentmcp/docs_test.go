@@ -44,6 +44,8 @@ import (
 //     and a #fragment a heading of that file.
 //   - TestDocsRunnable: every block marked runnable runs, in the order
 //     given, as a newcomer would paste it (see runDoc).
+//   - TestDocsBinarySize: the stripped command's size stated in README.md
+//     and docs/operating.md is one number, within 5% of a build now.
 //   - TestREADMEIsShort: README.md has at most 250 lines.
 //
 // The markers are HTML comments on the line just before a block, invisible
@@ -964,6 +966,64 @@ func TestDocsRunnable(t *testing.T) {
 			}
 			runDoc(t, bin, d)
 		})
+	}
+}
+
+// TestDocsBinarySize: the stripped command's size is one number wherever
+// the docs state it — README.md's dependency paragraph and
+// docs/operating.md's otel section (operating.md once kept an old one) —
+// and the command built the same way now (go build -ldflags='-s -w') is
+// within sizeSlack of it: a change that grows it more (a new dependency)
+// measures it again and writes it in both.
+func TestDocsBinarySize(t *testing.T) {
+	const sizeSlack = 0.05
+	stated := []struct {
+		doc string
+		re  *regexp.Regexp
+	}{
+		{"README.md", regexp.MustCompile("the stripped command \\(`go build -ldflags='-s -w' \\./app/cmd/agentmcp`\\) is ([0-9,]+) bytes")},
+		{"docs/operating.md", regexp.MustCompile("Stripped \\(`go build -ldflags='-s -w'`, [^)]*\\), [^:]*: `agentmcp` is ([0-9,]+) bytes")},
+	}
+	var size int64
+	for _, d := range docs(t) {
+		for _, st := range stated {
+			if d.name != st.doc {
+				continue
+			}
+			var prose []string
+			for _, l := range d.prose {
+				prose = append(prose, l.text)
+			}
+			m := st.re.FindStringSubmatch(strings.Join(strings.Fields(strings.Join(prose, " ")), " "))
+			if m == nil {
+				t.Errorf("%s: no sentence matches %s: say the stripped command's size as the test reads it", d.name, st.re)
+				continue
+			}
+			n, err := strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %q: %v", d.name, m[1], err)
+			case size == 0:
+				size = n
+			case n != size:
+				t.Errorf("%s says the stripped command is %s bytes, %s %d: one measurement, written in both", d.name, m[1], stated[0].doc, size)
+			}
+		}
+	}
+	if size == 0 {
+		return
+	}
+	bin := filepath.Join(t.TempDir(), "agentmcp")
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := float64(fi.Size()-size) / float64(size); diff > sizeSlack || diff < -sizeSlack {
+		t.Errorf("the stripped command is %d bytes, %+.1f%% from the %d the docs state: measure it again (go build -ldflags='-s -w' ./app/cmd/agentmcp) "+
+			"and write it in README.md and docs/operating.md", fi.Size(), 100*diff, size)
 	}
 }
 

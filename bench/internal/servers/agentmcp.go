@@ -6,6 +6,7 @@ package servers
 // engine or carrier API changes shape, this file is the one to adapt.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 
+	"github.com/agentmcp/agentmcp/adapters/agent"
 	"github.com/agentmcp/agentmcp/adapters/httploopback"
 	"github.com/agentmcp/agentmcp/adapters/httpremote"
 	"github.com/agentmcp/agentmcp/adapters/landlock"
@@ -25,6 +28,7 @@ import (
 	"github.com/agentmcp/agentmcp/app"
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/engine"
+	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 
 	"github.com/agentmcp/agentmcp/bench/internal/wire"
@@ -172,6 +176,46 @@ func ServeSessionStdio(ctx context.Context, session ports.Session, in io.Reader,
 	return serveEngineStdio(ctx, eng, in, out)
 }
 
+// ServeAgentPipes serves the reference agent (adapters/agent over the
+// workspace on root, its files served as resources names them, its
+// conversations in memory, model answering its steps) as ServeSessionStdio
+// does, on a fresh io.Pipe pair: w is the server's stdin, r its stdout
+// (lines up to 16 MiB). closeAll closes stdin, drains stdout, stops the
+// server within StopTimeout and closes the workspace.
+func ServeAgentPipes(root string, resources workspace.ResourceURIs, model ports.Model) (w io.Writer, r *bufio.Scanner, closeAll func(), err error) {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ws, err := workspace.New(workspace.Options{Root: root, Resources: resources})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := agent.New(ws, model, agent.Options{Root: real})
+	if err != nil {
+		ws.Close()
+		return nil, nil, nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	_, stop, err := ServeSessionStdio(context.Background(), s, inR, outW)
+	if err != nil {
+		ws.Close()
+		return nil, nil, nil, err
+	}
+	r = bufio.NewScanner(outR)
+	r.Buffer(nil, 16<<20)
+	return inW, r, func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		defer cancel()
+		stop(ctx)
+		outW.Close()
+		ws.Close()
+	}, nil
+}
+
 // serveEngineStdio serves eng with adapters/stdio on in and out.
 func serveEngineStdio(ctx context.Context, eng *engine.Engine, in io.Reader, out io.Writer) (wait func() error, stop func(context.Context) error, err error) {
 	t, err := agentstdio.New(eng, agentstdio.Options{Stdin: in, Stdout: out})
@@ -284,3 +328,37 @@ func SandboxCommand(kind string, argv []string, root, temp string) (cmd []string
 	}
 	return cmd, sb.Files, func() { sb.Close() }, nil
 }
+
+// Exchanger is an engine over the scripted session (internal/fake) taken
+// through Engine.Exchange, the HTTP hosts' entry point, without the HTTP:
+// the store benchmarks' tasks/get and plain calls across replicas
+// (docs/SPEC.md §14 "Replicas").
+type Exchanger struct{ e *engine.Engine }
+
+// NewExchanger builds an Exchanger whose tasks and rounds live in calls
+// (nil: in memory, the default).
+func NewExchanger(calls ports.CallStore) (*Exchanger, error) {
+	e, err := engine.New(fake.New(), engine.Options{Calls: calls})
+	if err != nil {
+		return nil, err
+	}
+	return &Exchanger{e: e}, nil
+}
+
+// Exchange sends one 2026-07-28 request, method with params (the members
+// inside "params", without braces), clientCapabilities caps and the
+// Mcp-Name header name, as principal. It returns the answer's body, or an
+// error when the engine did not answer it at once.
+func (x *Exchanger) Exchange(ctx context.Context, principal ports.Principal, id int, method, caps, params, name string) ([]byte, error) {
+	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":{` + params +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+	h := engine.Headers{ProtocolVersion: "2026-07-28", Method: method, Name: name, HasProtocolVersion: true, HasMethod: true, HasName: true}
+	r := x.e.Exchange(ctx, []byte(body), engine.ExchangeOptions{Headers: h, Principal: principal})
+	if r.Kind != engine.Answered {
+		return nil, fmt.Errorf("%s: kind %v %s", method, r.Kind, r.Body)
+	}
+	return r.Body, nil
+}
+
+// Shutdown stops the engine (Engine.Shutdown).
+func (x *Exchanger) Shutdown(ctx context.Context) { x.e.Shutdown(ctx) }
