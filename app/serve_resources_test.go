@@ -9,8 +9,9 @@ import (
 // TestServeWorkspaceResources: every local serve command serves the
 // workspace's files as resources through the file:// template under the
 // resolved root (docs/SPEC.md §2), with the agent in front too (its
-// decorator forwards the workspace's features); capabilities declare
-// resources with neither subscribe nor listChanged; a traversal is -32602.
+// decorator forwards the workspace's features, subscriptions included);
+// server/discover declares resources with subscribe (subscriptions/listen
+// serves it on every carrier) and never listChanged; a traversal is -32602.
 func TestServeWorkspaceResources(t *testing.T) {
 	model := writingModel(t)
 	for _, carrier := range []string{"stdio", "unix", "http"} {
@@ -29,8 +30,8 @@ func TestServeWorkspaceResources(t *testing.T) {
 
 			d := c.do(modernCall(1, "server/discover", `"x":0`, `{}`), 1, "server/discover", "")
 			caps, _ := d["result"].(map[string]any)["capabilities"].(map[string]any)
-			if r, ok := caps["resources"].(map[string]any); !ok || len(r) != 0 {
-				t.Fatalf("%s agent=%v: capabilities %v, want resources {}", carrier, agent, caps)
+			if r, ok := caps["resources"].(map[string]any); !ok || len(r) != 1 || r["subscribe"] != true {
+				t.Fatalf("%s agent=%v: capabilities %v, want resources {subscribe: true}", carrier, agent, caps)
 			}
 			tl := c.do(modernCall(2, "resources/templates/list", `"x":0`, `{}`), 2, "resources/templates/list", "")
 			tpl := tl["result"].(map[string]any)["resourceTemplates"].([]any)[0].(map[string]any)

@@ -99,6 +99,7 @@ func (e *Engine) ServeConn(ctx context.Context, r io.Reader, w io.Writer, opts C
 	})
 	s.peer = peer{origin: s, principal: opts.Principal, notify: s.conn.Write}
 	s.ask = s.elicit
+	s.subscriptions.init(s.conn.InputEnded(), s.conn.Done())
 	return s.conn.Serve(ctx, r)
 }
 
@@ -114,6 +115,10 @@ type stream struct {
 	maxBatch int
 
 	ask elicitFunc // elicit, made once
+
+	// subscriptions are the stream's resource subscriptions
+	// (subscriptions.go), ended by Closed.
+	subscriptions streamSubs
 
 	// work hands a request to an idle worker: a goroutine that served
 	// one before and waits for the next (spawn), at most maxIdleWorkers
@@ -141,6 +146,7 @@ func (s *stream) legacyVersion() string {
 func (s *stream) headers() *Headers { return nil }
 func (s *stream) owner() owner      { return owner{conn: s.id, principal: s.peer.principal} }
 func (s *stream) lasting() bool     { return true }
+func (s *stream) subs() *streamSubs { return &s.subscriptions }
 
 func (s *stream) initialized() bool {
 	s.mu.Lock()
@@ -299,8 +305,12 @@ func (s *stream) Batch(arr []byte) *Error {
 }
 
 // Closed ends what lived on the stream (jsonrpc.Handler): its parked
-// rounds and its tasks, which nobody can resume or name again.
-func (s *stream) Closed() { s.e.closeOwner(s.owner()) }
+// rounds and its tasks, which nobody can resume or name again, and its
+// resource subscriptions.
+func (s *stream) Closed() {
+	s.subscriptions.legacy.close()
+	s.e.closeOwner(s.owner())
+}
 
 // elicit sends elicitation/create to the legacy client and waits for its
 // response until the round lifetime passes, the call's ctx ends or the

@@ -106,6 +106,7 @@ func (x *exchange) owner() owner                   { return owner{principal: x.p
 func (x *exchange) initialized() bool              { return false }
 func (x *exchange) initialize(string, []byte) bool { return true } // answered without keeping state
 func (x *exchange) lasting() bool                  { return false }
+func (x *exchange) subs() *streamSubs              { return nil }   // nothing outlives the exchange
 func (x *exchange) elicitor() elicitFunc           { return nil }   // an HTTP legacy client cannot be asked
 func (x *exchange) rendersApps() bool              { return false } // a legacy HTTP request carries no capabilities
 

@@ -39,18 +39,27 @@ func (e *Engine) serves(f feature) bool {
 		return e.features.Prompts != nil
 	case featureCompletions:
 		return e.features.Completer != nil
+	case featureSubscriptions:
+		return e.features.Resources != nil && e.features.Subscriber != nil
 	}
 	return true
 }
 
 // appendFeatureCaps appends the capabilities of the session's features
-// after "tools":{}. Neither subscribe nor listChanged is declared: no
-// notification is ever sent for them (docs/SPEC.md §2).
-func (e *Engine) appendFeatureCaps(b []byte) []byte {
+// after "tools":{}: resources.subscribe when the session serves
+// subscriptions and the origin delivers them (streaming: a legacy stream,
+// or any modern request, which subscriptions/listen serves on every
+// carrier). listChanged is never declared: no list-changed notification
+// is ever sent (docs/SPEC.md §2).
+func (e *Engine) appendFeatureCaps(b []byte, streaming bool) []byte {
 	if e.features.Prompts != nil {
 		b = append(b, `,"prompts":{}`...)
 	}
-	if e.features.Resources != nil {
+	switch {
+	case e.features.Resources == nil:
+	case streaming && e.serves(featureSubscriptions):
+		b = append(b, `,"resources":{"subscribe":true}`...)
+	default:
 		b = append(b, `,"resources":{}`...)
 	}
 	if e.features.Completer != nil {

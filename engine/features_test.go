@@ -138,7 +138,7 @@ func TestFeaturesCompletionBound(t *testing.T) {
 }
 
 // manyValues completes with more values than MCP allows in one answer.
-type manyValues struct{ fake.Features }
+type manyValues struct{}
 
 func (manyValues) Complete(_ context.Context, _ ports.CompletionRequest, _ ports.Principal) (ports.Completion, error) {
 	v := make([]string, 250)

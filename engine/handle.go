@@ -106,6 +106,9 @@ type origin interface {
 	// can follow an answer (a 2025-11-25 task's) and its tasks are bound
 	// to it (tasks/list).
 	lasting() bool
+	// subs is a stream's resource subscriptions; nil for an exchange,
+	// which has no stream to send an update on (docs/SPEC.md §2).
+	subs() *streamSubs
 	// elicitor asks its legacy client through elicitation/create; nil when
 	// it cannot be asked (docs/SPEC.md §6).
 	elicitor() elicitFunc
@@ -356,7 +359,7 @@ func (e *Engine) initialize(p *peer, in *inbound, inBatch bool) reply {
 		return answerErr(in.id, jsonrpc.InvalidRequest("already initialized"))
 	}
 	b := jsonrpc.AppendString([]byte(`{"protocolVersion":`), version)
-	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...))
+	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...), p.origin.subs() != nil)
 	if version == tasksVersion {
 		b = appendLegacyTasksCaps(b, p) // docs/SPEC.md §14
 	}
@@ -394,7 +397,7 @@ func (e *Engine) serveRequest(ctx context.Context, p *peer, in *inbound, md *met
 func (e *Engine) discover(_ context.Context, _ *peer, in *inbound) reply {
 	b := e.resultHead(make([]byte, 0, 512), in, "complete")
 	b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
-	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...))
+	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...), true)
 	b = append(b, `,"extensions":{"`+extTasks+`":{}`...)
 	if e.viewMeta != nil {
 		b = append(b, ","+uiExtensionCap...) // docs/SPEC.md §2 "The turn view"

@@ -45,6 +45,7 @@ const (
 	featureResources
 	featurePrompts
 	featureCompletions
+	featureSubscriptions // Resources and a Subscriber
 )
 
 // methods is every method the engine serves. Adding a method is a row
@@ -68,6 +69,12 @@ var methods = map[string]*method{
 	"prompts/list":             {legacy: (*Engine).listPrompts, modern: (*Engine).listPrompts, feature: featurePrompts},
 	"prompts/get":              {legacy: (*Engine).getPrompt, modern: (*Engine).getPrompt, mirror: "name", feature: featurePrompts},
 	"completion/complete":      {legacy: (*Engine).complete, modern: (*Engine).complete, feature: featureCompletions},
+
+	// docs/SPEC.md §2 "Subscriptions" (subscriptions.go): legacy
+	// resources/subscribe and unsubscribe, 2026-07-28 subscriptions/listen.
+	"resources/subscribe":   {legacy: (*Engine).subscribe, feature: featureSubscriptions},
+	"resources/unsubscribe": {legacy: (*Engine).unsubscribe, feature: featureSubscriptions},
+	"subscriptions/listen":  {modern: (*Engine).listen, feature: featureSubscriptions},
 }
 
 // lookup is in's method row in its era; nil when that era has no such

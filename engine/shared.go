@@ -438,6 +438,9 @@ func (n *sharedNames) settled(ctx context.Context, c *call) (*call, error) {
 	wake := make(chan struct{}, 1)
 	n.watch(c.id, wake)
 	defer n.unwatch(c.id, wake)
+	// c was read before the watch began: a Settled event between the two
+	// has come and gone, so the store is read once now that it watches.
+	wake <- struct{}{}
 	for {
 		if terminal(c.snapshot().status) {
 			return c, nil

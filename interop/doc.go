@@ -47,6 +47,15 @@
 // --approval-timeout (the "turn finished" log line, waited for as an event),
 // its next agent_submit is served.
 //
+// gosdk_subscribe_test.go and ts_subscribe_test.go (ts/subscribe.mjs) hold
+// resource subscriptions (docs/SPEC.md §2 "Subscriptions"): each client,
+// over stdio (the Go client in both eras: resources/subscribe, and
+// subscriptions/listen at 2026-07-28), subscribes to workspace files and a
+// conversation and receives notifications/resources/updated when an
+// editor saves a file, it is written in place, the agent's approved turn
+// writes it, it is removed, or a turn is stored; once unsubscribed from a
+// file it is not told of it again.
+//
 // It is a separate Go module so that the main module never depends on an MCP
 // SDK. "go test ./..." from the repository root does not enter it; run
 // scripts/test.sh, which runs both modules and installs the npm packages the

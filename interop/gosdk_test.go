@@ -65,10 +65,15 @@ func testGoSDKClient(t *testing.T, carrier, version string) {
 	ir := cs.InitializeResult()
 	// The workspace's files are resources (docs/SPEC.md §2); without the
 	// agent there are no prompts and no completions.
+	// Subscriptions are declared where updates are delivered: on a stream in
+	// the legacy era, on every carrier in 2026-07-28 (subscriptions/listen).
+	wantSubscribe := carrier == "stdio" || modern
 	if ir.Capabilities == nil || ir.Capabilities.Tools == nil || ir.Capabilities.Resources == nil {
 		t.Errorf("server capabilities = %+v, want tools and resources", ir.Capabilities)
 	} else if ir.Capabilities.Prompts != nil || ir.Capabilities.Completions != nil {
 		t.Errorf("server capabilities = %+v, want tools and resources only", ir.Capabilities)
+	} else if ir.Capabilities.Resources.Subscribe != wantSubscribe || ir.Capabilities.Resources.ListChanged {
+		t.Errorf("server resources capability = %+v, want subscribe %v and no listChanged", ir.Capabilities.Resources, wantSubscribe)
 	}
 	if ir.ServerInfo == nil || ir.ServerInfo.Name == "" {
 		t.Errorf("server info = %+v, want a name", ir.ServerInfo)
@@ -368,8 +373,8 @@ func checkModernResult(t *testing.T, rec *wireRecorder, req *jsonrpc.Request) {
 		if !slices.Equal(result.SupportedVersions, wantSupportedVersions) {
 			t.Errorf("server/discover supportedVersions = %q, want %q", result.SupportedVersions, wantSupportedVersions)
 		}
-		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"resources":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
-			t.Errorf("server/discover capabilities = %s, want tools, resources and the tasks extension (docs/SPEC.md §2, §14)", result.Capabilities)
+		if eq, err := jsonEqual(result.Capabilities, []byte(`{"tools":{},"resources":{"subscribe":true},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)); err != nil || !eq {
+			t.Errorf("server/discover capabilities = %s, want tools, resources with subscribe and the tasks extension (docs/SPEC.md §2, §14)", result.Capabilities)
 		}
 	}
 }

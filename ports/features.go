@@ -25,6 +25,11 @@ type Features struct {
 	Resources Resources
 	Prompts   Prompts
 	Completer Completer
+	// Subscriber serves subscriptions to the resources of Resources
+	// (served only with Resources): resources/subscribe and unsubscribe
+	// in the legacy era, subscriptions/listen's resourceSubscriptions on
+	// 2026-07-28 (docs/SPEC.md §2 "Subscriptions").
+	Subscriber ResourceSubscriber
 }
 
 // FeaturesOf returns what s serves beside tools: its Features when it
@@ -59,6 +64,32 @@ type Resources interface {
 	// workspace, too large, not a regular file) wraps [ErrRefused]; both
 	// are -32602, anything else -32603.
 	ReadResource(ctx context.Context, uri string, principal Principal) ([]ResourceContents, error)
+}
+
+// ResourceSubscriber watches resources for the clients that subscribed
+// to them (https://modelcontextprotocol.io/specification/2025-11-25/server/resources#subscriptions,
+// and subscriptions/listen's resourceSubscriptions on 2026-07-28). The
+// engine holds each subscription for its connection (a stream, or one
+// subscriptions/listen request), bounds how many one connection holds,
+// ends them with the connection, and sends notifications/resources/updated
+// for them (docs/SPEC.md §2 "Subscriptions"). Methods are called
+// concurrently.
+type ResourceSubscriber interface {
+	// SubscribeResource starts watching the resource uri names for
+	// principal. updated is called, from any goroutine, each time the
+	// resource changes (its content written, the file replaced or
+	// removed); the session may fold a burst of changes into one call.
+	// updated returns at once (the engine marks the subscription pending
+	// and its own writer sends the notification), so the session may call
+	// it holding its own locks. The returned cancel ends the subscription
+	// and releases what it held; once cancel has returned, updated is not
+	// called again. The engine calls cancel exactly once.
+	//
+	// Errors are those of ReadResource: an unknown uri is
+	// [ErrResourceNotFound], a refusal (outside the workspace, a link, not
+	// a regular file) wraps [ErrRefused] — both -32602 with data.uri, and
+	// nothing is held — anything else -32603.
+	SubscribeResource(ctx context.Context, uri string, principal Principal, updated func()) (cancel func(), err error)
 }
 
 // Resource is one entry of resources/list. URI and Name are required;

@@ -110,14 +110,14 @@ browser_tests() {
 }
 
 # The security tests (the command sandbox and its launcher, the state
-# directory's owner, the workspace's resource refusals) once more as an unprivileged user, each package's
+# directory's owner, the workspace's resource and subscription refusals) once more as an unprivileged user, each package's
 # test binary built as root and run under setpriv in a directory of that
 # user's: what a sandbox stops must not depend on running as root.
 security_tests=(
 	"app:TestSandbox|TestServeStdioAgentTools|TestServeCommandFlags|TestStateDirOwner|TestResource"
 	"adapters/landlock:."
 	"adapters/bubblewrap:."
-	"adapters/workspace:TestRunCommand|TestResource"
+	"adapters/workspace:TestRunCommand|TestResource|TestSubscri"
 	"adapters/sqlite:TestOpenRefuses"
 	"internal/pgtest:." # as anyone but root, the test cluster runs as that user
 )

@@ -69,16 +69,19 @@ type HTTPTarget struct {
 }
 
 // NewHTTPConn plays a client of t: complete lines become POSTs. A tools/call
-// is sent on its own goroutine (it may block until a later step);
-// everything else waits for its answer, so that answers without an id keep
-// their order. After an initialize, requests carry the negotiated revision
+// is sent on its own goroutine (it may block until a later step), and so is
+// a subscriptions/listen, whose event stream lasts until CloseSend closes
+// it (as a client going away closes its streams: the stream's end of stdin
+// on HTTP); everything else waits for its answer, so that answers without
+// an id keep their order. After an initialize, requests carry the negotiated revision
 // in MCP-Protocol-Version; modern requests carry the headers mirroring their
 // body, as a conforming client sends them.
 func NewHTTPConn(t HTTPTarget) Conn {
 	ctx, cancel := context.WithCancel(context.Background())
+	listenCtx, closeListens := context.WithCancel(ctx)
 	tr := &http.Transport{}
-	return &httpConn{target: t, ctx: ctx, cancel: cancel, tr: tr, client: &http.Client{Transport: tr},
-		changed: make(chan struct{}), stopped: make(chan struct{})}
+	return &httpConn{target: t, ctx: ctx, cancel: cancel, listenCtx: listenCtx, closeListens: closeListens,
+		tr: tr, client: &http.Client{Transport: tr}, changed: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 type httpConn struct {
@@ -91,6 +94,11 @@ type httpConn struct {
 	partial  []byte
 	version  string // negotiated by the last initialize; "" before
 	inflight sync.WaitGroup
+	// listens are the subscriptions/listen requests in flight, on
+	// listenCtx, which CloseSend ends.
+	listens      sync.WaitGroup
+	listenCtx    context.Context
+	closeListens context.CancelFunc
 
 	mu      sync.Mutex // guards msgs, ended, changed
 	msgs    [][]byte
@@ -120,8 +128,8 @@ func (c *httpConn) Send(p []byte) error {
 
 // lineInfo is what a conforming client knows of the message it sends.
 type lineInfo struct {
-	method, name, modernVersion string
-	modern, call, initialize    bool
+	method, name, modernVersion      string
+	modern, call, listen, initialize bool
 }
 
 func inspect(line []byte) lineInfo {
@@ -151,13 +159,18 @@ func inspect(line []byte) lineInfo {
 		_ = json.Unmarshal(v, &li.modernVersion)
 	}
 	li.call = li.method == "tools/call"
+	li.listen = li.method == "subscriptions/listen" && li.modern
 	li.initialize = li.method == "initialize" && !li.modern
 	return li
 }
 
 func (c *httpConn) post(line []byte) {
 	li := inspect(line)
-	req, _ := http.NewRequestWithContext(c.ctx, "POST", c.target.URL, bytes.NewReader(line))
+	ctx := c.ctx
+	if li.listen {
+		ctx = c.listenCtx
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.target.URL, bytes.NewReader(line))
 	if c.target.Host != "" {
 		req.Host = c.target.Host
 	}
@@ -178,8 +191,12 @@ func (c *httpConn) post(line []byte) {
 	case c.version != "":
 		req.Header.Set("MCP-Protocol-Version", c.version)
 	}
-	if li.call {
+	switch {
+	case li.call:
 		c.inflight.Go(func() { c.exchange(req, li) })
+		return
+	case li.listen:
+		c.listens.Go(func() { c.exchange(req, li) })
 		return
 	}
 	c.exchange(req, li)
@@ -226,10 +243,12 @@ func (c *httpConn) add(m []byte) {
 	c.mu.Unlock()
 }
 
-// CloseSend waits for the calls in flight to be answered, then stops the
-// host (the HTTP counterpart of stdin's end).
+// CloseSend closes the listen streams, waits for the calls in flight to
+// be answered, then stops the host (the HTTP counterpart of stdin's end).
 func (c *httpConn) CloseSend() error {
+	c.closeListens()
 	go func() {
+		c.listens.Wait()
 		c.inflight.Wait()
 		c.stop()
 	}()
@@ -242,6 +261,7 @@ func (c *httpConn) stop() {
 		defer cancel()
 		c.stopErr = c.target.Stop(ctx)
 		c.inflight.Wait()
+		c.listens.Wait()
 		c.tr.CloseIdleConnections()
 		c.mu.Lock()
 		c.ended = true

@@ -111,6 +111,11 @@
 //	                        under ids "poll-1", "poll-2"…, until its status
 //	                        is STATUS, as a tasks client polls; the answers
 //	                        to these requests are left out of the comparison
+//	#update URI [unheld]    report a change of resource URI to the built-in
+//	                        session's subscriptions (features: on), as a file
+//	                        changing under a watch would; with "unheld" the run
+//	                        fails if any subscription holds URI (nothing may
+//	                        deliver it)
 //	#close                  close the client's output (stdin on stdio); it is
 //	                        also closed after the last step
 //

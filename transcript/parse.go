@@ -53,10 +53,10 @@ type File struct {
 // Step is one client step: bytes to send or a directive.
 type Step struct {
 	Line int    // 1-based line in the file
-	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "wait-request", "release", "set-tools", "answer", "answer-error", "close", "poll-task"
+	Kind string // "send", "fill", "wait", "wait-idless", "wait-started", "wait-ended", "wait-request", "release", "set-tools", "answer", "answer-error", "close", "poll-task", "update"
 	Data []byte // send: bytes; set-tools, answer, answer-error: JSON
-	Arg  string // wait: compact id; wait-started/-ended: name; wait-request, answer, answer-error: method; fill: the byte
-	N    int    // fill: size; wait-started/-ended: count
+	Arg  string // wait: compact id; wait-started/-ended: name; wait-request, answer, answer-error: method; fill: the byte; update: the URI
+	N    int    // fill: size; wait-started/-ended: count; update: 1 for "unheld"
 	// States are the {{state ID}} references of a send step, in order:
 	// each is replaced by a requestState the server minted before sending.
 	States []StateRef
@@ -359,6 +359,15 @@ func parseStep(l string, lineNo int) ([]Step, error) {
 			st.N = n
 		case len(f) != 1:
 			return nil, fmt.Errorf("#%s wants NAME [N]", name)
+		}
+		st.Arg = f[0]
+	case "update":
+		f := strings.Fields(rest)
+		switch {
+		case len(f) == 2 && f[1] == "unheld":
+			st.N = 1
+		case len(f) != 1:
+			return nil, fmt.Errorf("#update wants URI [unheld]")
 		}
 		st.Arg = f[0]
 	case "set-tools":

@@ -35,8 +35,11 @@ var specRows = []struct{ id, text string }{
 	// §2 what the server exposes.
 	{"spec2-capabilities", "Capabilities: exactly {\"tools\":{}} for a session that serves no other feature."},
 	{"spec2-unadvertised-methods", "prompts/list, resources/list and every other unknown method get -32601 (resources, prompts and completion only for a session that serves them)."},
-	{"spec2-features", "A session with ports.Features: prompts, resources and completions declared beside tools, in both eras; never subscribe or listChanged."},
-	{"spec2-resources", "resources/list (paged), resources/templates/list, resources/read (text, base64 blob); a session's refusal is -32602 with data.uri; subscribe/unsubscribe -32601."},
+	{"spec2-features", "A session with ports.Features: prompts, resources and completions declared beside tools, in both eras; never listChanged."},
+	{"spec2-resources", "resources/list (paged), resources/templates/list, resources/read (text, base64 blob); a session's refusal is -32602 with data.uri."},
+	{"spec2-subscribe-stream", "Legacy resources/subscribe and unsubscribe answer {}; a stream declares resources.subscribe, holds each URI once until unsubscribed or its end, and sends notifications/resources/updated {uri} for it; the session's refusals are -32602 with data.uri."},
+	{"spec2-subscribe-http", "Over legacy HTTP resources/subscribe is checked like a stream's and answers {}, but nothing is held or delivered, and resources.subscribe is not declared."},
+	{"spec2-listen", "2026-07-28: subscriptions/listen acknowledges first (the honoured subset), tags every notification with the request id as subscriptionId, and ends with a result carrying it when the server ends it; resources/subscribe and unsubscribe are -32601 (HTTP 404)."},
 	{"spec2-prompts", "prompts/list (paged), prompts/get (text, image, embedded resource); unknown prompt or missing argument -32602."},
 	{"spec2-completion", "completion/complete: ref/prompt or ref/resource, at most 100 values, hasMore when more."},
 	{"spec2-sep2164", "An unknown resource is -32602 with data.uri in both eras (SEP-2164), not 2025-11-25's -32002."},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
+	"github.com/agentmcp/agentmcp/internal/fake"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -203,6 +204,7 @@ func Play(t testing.TB, c Carrier, f *File, opts Options) (res Result, err error
 		defer s.close()
 		served = s
 		if f.Features {
+			s.features = new(fake.Features)
 			served = featured{s}
 		}
 	}
@@ -264,7 +266,7 @@ func sessionDirective(f *File) string {
 	}
 	for _, st := range f.Steps {
 		switch st.Kind {
-		case "wait-started", "wait-ended", "release", "set-tools":
+		case "wait-started", "wait-ended", "release", "set-tools", "update":
 			return fmt.Sprintf("line %d: #%s", st.Line, st.Kind)
 		}
 	}
@@ -376,6 +378,14 @@ func (p *player) step(st Step) error {
 	case "release":
 		if !p.s.releaseOnce() {
 			return errors.New("#release a second time")
+		}
+		return nil
+	case "update":
+		if p.s.features == nil {
+			return errors.New("#update needs the features: on header")
+		}
+		if n := p.s.features.Update(st.Arg); st.N == 1 && n > 0 {
+			return fmt.Errorf("%d subscriptions hold %s, want none", n, st.Arg)
 		}
 		return nil
 	case "set-tools":

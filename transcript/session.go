@@ -30,6 +30,11 @@ type session struct {
 	// successful turn is reported, numbered within its conversation.
 	conversations bool
 	turns         map[string]int // conversation → turns so far; under mu
+
+	// features (the features: on header) are the fixed server features
+	// the session serves, its own so that #update reaches only its
+	// subscriptions; nil: tools only.
+	features *fake.Features
 }
 
 var _ ports.ConversationSession = (*session)(nil)
@@ -124,6 +129,4 @@ func (s *session) releaseOnce() bool {
 // internal/fake (the features: on header).
 type featured struct{ *session }
 
-var fixedFeatures = (&fake.Features{}).Ports()
-
-func (featured) Features() ports.Features { return fixedFeatures }
+func (f featured) Features() ports.Features { return f.features.Ports() }

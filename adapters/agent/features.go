@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/ports"
@@ -15,7 +16,8 @@ import (
 
 // The agent's server features (docs/SPEC.md §2, §9): the inner session's
 // resources (the workspace's files) with the caller's own conversations
-// beside them, three prompts a person uses as slash commands, and
+// beside them, subscriptions to both (the inner session's own for its
+// resources), three prompts a person uses as slash commands, and
 // completion of their conversation arguments. Everything is read from the
 // Store by the asking principal's ref (ports.RefOf), so a principal never
 // sees another's conversation.
@@ -63,12 +65,12 @@ const (
 const maxListed = 1000
 
 // Features are the inner session's features with the agent's own: the
-// inner resources survive the wrapping, and conversations, prompts and
-// completion are added.
+// inner resources and their subscriptions survive the wrapping, and
+// conversations, prompts and completion are added.
 func (s *Session) Features() ports.Features {
 	inner := ports.FeaturesOf(s.inner)
 	f := features{s: s, inner: inner}
-	return ports.Features{Resources: f, Prompts: f, Completer: f}
+	return ports.Features{Resources: f, Prompts: f, Completer: f, Subscriber: f}
 }
 
 type features struct {
@@ -192,6 +194,70 @@ func (f features) readRunning(uri, name string, p ports.Principal) ([]ports.Reso
 		return nil, err
 	}
 	return []ports.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// SubscribeResource subscribes to one of the principal's conversations
+// (told each time this session stores a turn of it; a turn stored by
+// another process sharing the store is not seen) or to a turn's changes
+// (held and never told: a stored turn never changes), after the checks of
+// a read; any other URI is the inner session's (not found when it serves
+// no subscriptions).
+func (f features) SubscribeResource(ctx context.Context, uri string, p ports.Principal, updated func()) (func(), error) {
+	rest, ok := strings.CutPrefix(uri, conversationPrefix)
+	if !ok {
+		if f.inner.Resources == nil || f.inner.Subscriber == nil {
+			return nil, ports.ErrResourceNotFound
+		}
+		return f.inner.Subscriber.SubscribeResource(ctx, uri, p, updated)
+	}
+	if _, err := f.ReadResource(ctx, uri, p); err != nil {
+		return nil, err
+	}
+	if strings.Contains(rest, "/") { // .../turns/{n}/changes
+		return func() {}, nil
+	}
+	return f.s.watchers.add(ports.RefOf(f.s.opts.Root, p).Named(rest), updated), nil
+}
+
+// convWatchers are the subscriptions to conversations, by reference.
+type convWatchers struct {
+	mu   sync.Mutex
+	subs map[ports.ConversationRef]map[*func()]bool
+}
+
+func (w *convWatchers) add(ref ports.ConversationRef, updated func()) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subs == nil {
+		w.subs = make(map[ports.ConversationRef]map[*func()]bool)
+	}
+	if w.subs[ref] == nil {
+		w.subs[ref] = make(map[*func()]bool)
+	}
+	key := &updated
+	w.subs[ref][key] = true
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			delete(w.subs[ref], key)
+			if len(w.subs[ref]) == 0 {
+				delete(w.subs, ref)
+			}
+		})
+	}
+}
+
+// updated tells ref's subscriptions that a turn of it was stored; updated
+// only marks a subscription pending (ports.ResourceSubscriber), so it runs
+// under w.mu.
+func (w *convWatchers) updated(ref ports.ConversationRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for cb := range w.subs[ref] {
+		(*cb)()
+	}
 }
 
 // transcriptMarkdown renders a conversation's turns: each turn's prompt,

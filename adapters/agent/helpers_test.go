@@ -48,6 +48,9 @@ type rigOptions struct {
 	answer func(*chatscript.Request) chatscript.Reply
 	script []chatscript.Reply
 	url    string // a base URL instead of the scripted server's
+	// resources, when set, has the workspace serve its files as
+	// resources of that kind.
+	resources workspace.ResourceURIs
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -63,7 +66,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ws, err := workspace.New(workspace.Options{Root: r.root, Logger: logger})
+	ws, err := workspace.New(workspace.Options{Root: r.root, Logger: logger, Resources: o.resources})
 	if err != nil {
 		t.Fatal(err)
 	}

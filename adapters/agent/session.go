@@ -26,6 +26,10 @@ type Session struct {
 	mu      sync.Mutex           // guards running
 	running map[convKey]*running // the turns in progress, one per conversation
 	ended   ended                // the live state of turns that ended, for the view
+
+	// watchers are the resource subscriptions to conversations
+	// (features.go): told when a turn of theirs is stored.
+	watchers convWatchers
 }
 
 // convKey names a conversation among the running turns: the principal and
@@ -319,6 +323,7 @@ func (s *Session) runTurn(t *turn, ref ports.ConversationRef, history []ports.Me
 		}
 		return ports.TurnResult{}, s.storeFailed("kept", err)
 	}
+	s.watchers.updated(ref) // its resource changed: one more turn
 	report := &ports.TurnReport{Conversation: ref.Name, Turn: number, ChangedFiles: changed, ToolCalls: t.toolCalls}
 	if report.ToolCalls == nil {
 		report.ToolCalls = []ports.ToolCallReport{}

@@ -16,3 +16,11 @@ func SetLineCheck(s *Session, f func(off int)) { s.hooks.lineCheck = f }
 // LineCheckBytes is how many bytes of a long line the matcher reads between
 // two cancellation checks.
 const LineCheckBytes = lineCheckBytes
+
+// Watching reports what the process's file watcher holds: the directories
+// watched, and whether the watcher (an inotify instance) is open.
+func Watching() (dirs int, open bool) {
+	processWatches.mu.Lock()
+	defer processWatches.mu.Unlock()
+	return len(processWatches.dirs), processWatches.w != nil
+}

@@ -187,20 +187,11 @@ func (s *Session) readFile(ctx context.Context, args toolArgs, _ ports.Caller) (
 // a FIFO or device, a path that leads outside the root; who names the
 // reader ("read_file") in its messages.
 func (s *Session) readRegular(ctx context.Context, p relPath, who string) ([]byte, error) {
-	if p.display == "." {
-		return nil, errors.New(`"." is the workspace root, not a file`)
-	}
-	f, size, err := s.openRegular(p)
+	f, err := s.openReadable(p, who)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	tooBig := func(n int64) error {
-		return fmt.Errorf("%q is %d bytes: %s reads files of at most %d bytes (1 MiB)", p.display, n, who, MaxReadBytes)
-	}
-	if size > MaxReadBytes {
-		return nil, tooBig(size)
-	}
 	if ctx.Err() != nil {
 		return nil, cancelled(who)
 	}
@@ -209,9 +200,31 @@ func (s *Session) readRegular(ctx context.Context, p relPath, who string) ([]byt
 		return nil, fsError(p, err)
 	}
 	if !ok {
-		return nil, tooBig(int64(len(data)))
+		return nil, tooBig(p, int64(len(data)), who)
 	}
 	return data, nil
+}
+
+// openReadable opens p as readRegular reads it, with its refusals: not the
+// root, a regular file (openRegular), at most MaxReadBytes by its size;
+// who names the reader in the refusal ("read_file", "a resource read").
+func (s *Session) openReadable(p relPath, who string) (*os.File, error) {
+	if p.display == "." {
+		return nil, errors.New(`"." is the workspace root, not a file`)
+	}
+	f, size, err := s.openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	if size > MaxReadBytes {
+		f.Close()
+		return nil, tooBig(p, size, who)
+	}
+	return f, nil
+}
+
+func tooBig(p relPath, n int64, who string) error {
+	return fmt.Errorf("%q is %d bytes: %s reads files of at most %d bytes (1 MiB)", p.display, n, who, MaxReadBytes)
 }
 
 type searchMatch struct {

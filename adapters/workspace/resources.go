@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -43,10 +44,13 @@ type resources struct {
 	// path a file:// URI's path starts with (the root's, then "/").
 	prefix, template, dir string
 	kind                  ResourceURIs
+	// rootPath is the root's absolute path with links resolved, under
+	// which a subscribed file's directory is watched.
+	rootPath string
 }
 
 func newResources(s *Session, kind ResourceURIs, rootPath string) *resources {
-	r := &resources{s: s, kind: kind}
+	r := &resources{s: s, kind: kind, rootPath: rootPath}
 	switch kind {
 	case FileURIs:
 		r.dir = rootPath + "/"
@@ -61,13 +65,14 @@ func newResources(s *Session, kind ResourceURIs, rootPath string) *resources {
 	return r
 }
 
-// Features reports the workspace's resources when [Options.Resources]
-// asks for them ([ports.ServerFeatures]); none otherwise.
+// Features reports the workspace's resources and their subscriptions when
+// [Options.Resources] asks for them ([ports.ServerFeatures]); none
+// otherwise.
 func (s *Session) Features() ports.Features {
 	if s.res == nil {
 		return ports.Features{}
 	}
-	return ports.Features{Resources: s.res}
+	return ports.Features{Resources: s.res, Subscriber: s.res}
 }
 
 // ListResources lists no concrete resource: the files are the template's
@@ -99,11 +104,8 @@ func (r *resources) ReadResource(ctx context.Context, uri string, _ ports.Princi
 		return nil, err
 	}
 	data, err := r.s.readRegular(ctx, p, "a resource read")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w: %s", ports.ErrResourceNotFound, err)
-	case err != nil:
-		return nil, ports.Refused(err.Error())
+	if err != nil {
+		return nil, readRefusal(err)
 	}
 	mt := mime.TypeByExtension(path.Ext(p.display))
 	binaryType := strings.HasPrefix(mt, "image/") && mt != "image/svg+xml" ||
@@ -121,6 +123,59 @@ func (r *resources) ReadResource(ctx context.Context, uri string, _ ports.Princi
 		c.Blob = data
 	}
 	return []ports.ResourceContents{c}, nil
+}
+
+// SubscribeResource watches the file uri names (docs/SPEC.md §2
+// "Subscriptions"): updated is called, UpdateCoalesce after its first
+// change, each time the file is written, created or renamed onto its name,
+// removed or renamed away. The file must be one a read would return: the
+// same refusals and bound (nothing is read), and a symbolic link as its
+// last component is refused too, since the watch is on its directory and
+// would not see the target change. Its directory is opened through the
+// root and watched by its path under the root's resolved path, which must
+// still name that very directory once it is watched.
+func (r *resources) SubscribeResource(_ context.Context, uri string, _ ports.Principal, updated func()) (func(), error) {
+	p, err := r.path(uri)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.subscribable(p); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(p.name)
+	d, err := r.s.root.Open(dir)
+	if err != nil {
+		return nil, readRefusal(fsError(p, err))
+	}
+	st, err := d.Stat()
+	d.Close()
+	if err != nil {
+		return nil, readRefusal(fsError(p, err))
+	}
+	same := func(now fs.FileInfo) bool { return os.SameFile(st, now) }
+	return r.s.watches.watch(filepath.Join(r.rootPath, dir), filepath.Base(p.name), same, updated)
+}
+
+// subscribable refuses p as a read would, and as a link.
+func (s *Session) subscribable(p relPath) error {
+	f, err := s.openReadable(p, "a resource read")
+	if err != nil {
+		return readRefusal(err)
+	}
+	f.Close()
+	if st, err := s.root.Lstat(p.name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return ports.Refused(fmt.Sprintf("%q is a symbolic link: subscribe to the file it names", p.display))
+	}
+	return nil
+}
+
+// readRefusal maps a read's error to the port's: a missing file is not
+// found, anything else a refusal.
+func readRefusal(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ports.ErrResourceNotFound, err)
+	}
+	return ports.Refused(err.Error())
 }
 
 // path is the root-relative path uri names, checked as a path argument is

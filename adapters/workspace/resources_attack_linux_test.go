@@ -75,14 +75,7 @@ func (w *watchReads) events(t *testing.T, fence string) map[int]uint32 {
 func TestResourceHugeFileNothingRead(t *testing.T) {
 	s, root, prefix := resourceSession(t, workspace.FileURIs, map[string]string{"small": "small", "fence": "fence"})
 	huge := filepath.Join(root, "huge")
-	f, err := os.Create(huge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(1 << 30); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	sparseFile(t, huge, 1<<30)
 	fence := filepath.Join(root, "fence")
 	w := newWatchReads(t, fence)
 	hw, sw := w.add(t, huge), w.add(t, filepath.Join(root, "small"))

@@ -107,43 +107,49 @@ func TestResourceRead(t *testing.T) {
 	}
 }
 
+// traversals are the spellings of a way out of the root (or of a URI
+// that is no file of the workspace) and what the refusal of each says.
+func traversals(prefix, root string) []struct{ uri, want string } {
+	return []struct{ uri, want string }{
+		{prefix + "../secret", "escapes the workspace root"},
+		{prefix + "%2e%2e/secret", "escapes the workspace root"},
+		{prefix + "%2E%2E%2Fsecret", "escapes the workspace root"},
+		{prefix + "..%2fsecret", "escapes the workspace root"},
+		{prefix + "sub/../../secret", "escapes the workspace root"},
+		{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
+		{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
+		{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
+		{prefix + "..%5Csecret", "no such file"},       // the same, percent-encoded
+		{prefix + "..%5C..%5Csecret", "no such file"},
+		{prefix + "x/..%2F..%2Fsecret", "escapes the workspace root"},
+		{prefix + "%252e%252e%252fsecret", "no such file"}, // double-encoded slash: one literal name
+		{prefix + "%c0%ae%c0%ae/secret", "no such file"},   // overlong UTF-8 dots are bytes, not dots
+		{prefix + "%2e%2e", "escapes the workspace root"},
+		{prefix + "sub/a.txt\x00", "malformed"}, // a raw NUL
+		{prefix + "/" + filepath.Dir(root) + "/secret", ""},
+		{prefix + "sub/a.txt%00", "NUL"},
+		{prefix + "sub/a.txt?x=1", "no query or fragment"},
+		{prefix + "sub/a.txt#f", "no query or fragment"},
+		{prefix + "sub/%zz", "malformed"},
+		{prefix + "sub", "is a directory"},
+		{prefix, "must not be empty"},
+		{prefix + "missing.txt", "no such file"},
+		{"file://" + filepath.Dir(root) + "/secret", "not a file of this workspace"},
+		{"file://localhost" + root + "/sub/a.txt", "not a file of this workspace"},
+		{"file://evil.example" + root + "/sub/a.txt", "not a file of this workspace"},
+		{"FILE://" + root + "/sub/a.txt", "not a file of this workspace"},
+		{"agentmcp://workspace@evil/sub/a.txt", "not a file of this workspace"},
+		{"agentmcp://elsewhere/sub/a.txt", "not a file of this workspace"},
+		{"http://example.com/", "not a file of this workspace"},
+	}
+}
+
 // TestResourceTraversal: every spelling of a way out of the root is
 // refused or not found, and nothing outside is read.
 func TestResourceTraversal(t *testing.T) {
 	for _, kind := range []workspace.ResourceURIs{workspace.FileURIs, workspace.WorkspaceURIs} {
 		s, root, prefix := resourceSession(t, kind, map[string]string{"sub/a.txt": "a"})
-		for _, tc := range []struct{ uri, want string }{
-			{prefix + "../secret", "escapes the workspace root"},
-			{prefix + "%2e%2e/secret", "escapes the workspace root"},
-			{prefix + "%2E%2E%2Fsecret", "escapes the workspace root"},
-			{prefix + "..%2fsecret", "escapes the workspace root"},
-			{prefix + "sub/../../secret", "escapes the workspace root"},
-			{prefix + "sub/%2e%2e/%2e%2e/secret", "escapes the workspace root"},
-			{prefix + "%252e%252e/secret", "no such file"}, // a literal "%2e%2e" directory
-			{prefix + "..\\secret", "no such file"},        // a literal backslash on Unix
-			{prefix + "..%5Csecret", "no such file"},       // the same, percent-encoded
-			{prefix + "..%5C..%5Csecret", "no such file"},
-			{prefix + "x/..%2F..%2Fsecret", "escapes the workspace root"},
-			{prefix + "%252e%252e%252fsecret", "no such file"}, // double-encoded slash: one literal name
-			{prefix + "%c0%ae%c0%ae/secret", "no such file"},   // overlong UTF-8 dots are bytes, not dots
-			{prefix + "%2e%2e", "escapes the workspace root"},
-			{prefix + "sub/a.txt\x00", "malformed"}, // a raw NUL
-			{prefix + "/" + filepath.Dir(root) + "/secret", ""},
-			{prefix + "sub/a.txt%00", "NUL"},
-			{prefix + "sub/a.txt?x=1", "no query or fragment"},
-			{prefix + "sub/a.txt#f", "no query or fragment"},
-			{prefix + "sub/%zz", "malformed"},
-			{prefix + "sub", "is a directory"},
-			{prefix, "must not be empty"},
-			{prefix + "missing.txt", "no such file"},
-			{"file://" + filepath.Dir(root) + "/secret", "not a file of this workspace"},
-			{"file://localhost" + root + "/sub/a.txt", "not a file of this workspace"},
-			{"file://evil.example" + root + "/sub/a.txt", "not a file of this workspace"},
-			{"FILE://" + root + "/sub/a.txt", "not a file of this workspace"},
-			{"agentmcp://workspace@evil/sub/a.txt", "not a file of this workspace"},
-			{"agentmcp://elsewhere/sub/a.txt", "not a file of this workspace"},
-			{"http://example.com/", "not a file of this workspace"},
-		} {
+		for _, tc := range traversals(prefix, root) {
 			refused(t, s, tc.uri, tc.want)
 		}
 	}
@@ -188,18 +194,25 @@ func TestResourceSymlinkSwap(t *testing.T) {
 	t.Logf("%d of 2000 reads found the file; the rest were refused", inside)
 }
 
+// sparseFile makes path a sparse file of size bytes: a huge file that
+// costs no disk.
+func sparseFile(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestResourceHugeFile: a sparse 1 GiB file is refused from its size,
 // before anything is read.
 func TestResourceHugeFile(t *testing.T) {
 	s, root, prefix := resourceSession(t, workspace.FileURIs, nil)
-	f, err := os.Create(filepath.Join(root, "huge"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(1 << 30); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	sparseFile(t, filepath.Join(root, "huge"), 1<<30)
 	refused(t, s, prefix+"huge", `"huge" is 1073741824 bytes: a resource read reads files of at most 1048576 bytes (1 MiB)`)
 	over := strings.Repeat("x", workspace.MaxReadBytes+1)
 	writeTree(t, root, map[string]string{"over": over})

@@ -18,4 +18,10 @@ func TestResourceFIFO(t *testing.T) {
 	}
 	refused(t, s, prefix+"fifo", `"fifo" is not a regular file`)
 	refused(t, s, prefix+"/dev/null", "absolute")
+	for _, uri := range []string{prefix + "fifo", prefix + "/dev/null"} {
+		if _, cancel, err := subscribe(t, s, uri); err == nil || cancel != nil {
+			t.Fatalf("subscribe %s: %v, want a refusal", uri, err)
+		}
+	}
+	expectIdle(t)
 }

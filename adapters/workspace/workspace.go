@@ -253,6 +253,9 @@ type Session struct {
 	cmdWG     sync.WaitGroup
 
 	res *resources // nil: no resources ([Options.Resources])
+	// watches watch the files of resource subscriptions: the process's
+	// one watchHub (watch.go).
+	watches *watchHub
 
 	closed atomic.Bool
 	seq    atomic.Uint64 // execution ids
@@ -282,9 +285,10 @@ type hooks struct {
 
 // Interface guards.
 var (
-	_ ports.Session        = (*Session)(nil)
-	_ ports.ServerFeatures = (*Session)(nil)
-	_ ports.Resources      = (*resources)(nil)
+	_ ports.Session            = (*Session)(nil)
+	_ ports.ServerFeatures     = (*Session)(nil)
+	_ ports.Resources          = (*resources)(nil)
+	_ ports.ResourceSubscriber = (*resources)(nil)
 )
 
 // New opens opts.Root and returns a session over it. It fails when Root is
@@ -298,7 +302,7 @@ func New(opts Options) (*Session, error) {
 		return nil, fmt.Errorf("workspace: open root: %w", err)
 	}
 	log := logs.OrDiscard(opts.Logger)
-	s := &Session{root: root, log: log, cmds: opts.Commands}
+	s := &Session{root: root, log: log, cmds: opts.Commands, watches: processWatches}
 	s.closing, s.closeCmds = context.WithCancel(context.Background())
 	for _, t := range toolSpecs {
 		if t.name != "run_command" || s.cmds != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentmcp/agentmcp/ports"
 )
@@ -16,15 +17,71 @@ import (
 // when set (cursor tests), the prompts greet {name (required)} and
 // picture (no arguments, an image), and completion of greet's name from
 // "alice", "bob", "bobby". An unknown URI is [ports.ErrResourceNotFound].
+// Subscriptions are to the URIs a read accepts, with the same errors;
+// nothing changes by itself: [Features.Update] reports a change.
 type Features struct {
 	Pages int
 	// Panic, when set, makes every method panic (recovery tests).
 	Panic bool
+
+	mu   sync.Mutex
+	subs map[string]map[*func()]bool // uri → the updated callbacks held
 }
 
-// Ports returns f as the three ports.
+// Ports returns f as the four ports.
 func (f *Features) Ports() ports.Features {
-	return ports.Features{Resources: f, Prompts: f, Completer: f}
+	return ports.Features{Resources: f, Prompts: f, Completer: f, Subscriber: f}
+}
+
+// SubscribeResource holds updated for uri until cancel, when a read of
+// uri would succeed; otherwise it fails as ReadResource does.
+func (f *Features) SubscribeResource(ctx context.Context, uri string, p ports.Principal, updated func()) (func(), error) {
+	if _, err := f.ReadResource(ctx, uri, p); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subs == nil {
+		f.subs = make(map[string]map[*func()]bool)
+	}
+	if f.subs[uri] == nil {
+		f.subs[uri] = make(map[*func()]bool)
+	}
+	key := &updated
+	f.subs[uri][key] = true
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			delete(f.subs[uri], key)
+			if len(f.subs[uri]) == 0 {
+				delete(f.subs, uri)
+			}
+		})
+	}, nil
+}
+
+// Update reports a change of uri to every subscription held for it and
+// returns how many there were.
+func (f *Features) Update(uri string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for cb := range f.subs[uri] {
+		(*cb)()
+	}
+	return len(f.subs[uri])
+}
+
+// Subscriptions returns how many subscriptions are held, over every URI.
+func (f *Features) Subscriptions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, m := range f.subs {
+		n += len(m)
+	}
+	return n
 }
 
 var pngBytes = []byte{0x89, 'P', 'N', 'G'}

@@ -34,6 +34,7 @@ type Conn struct {
 	wErr    error      // the first failed write, or errServingEnded
 
 	inputEnd chan struct{} // closed once the connection is closing
+	eof      chan struct{} // closed once the input ended (finish), before the drain
 	drained  chan struct{} // closed once closing with nothing running
 
 	mu sync.Mutex // guards s; taken by update and by the readers of s
@@ -160,7 +161,7 @@ func NewConn(parent context.Context, w io.Writer, h Handler, opts ConnOptions) *
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Conn{w: w, h: h, opts: opts, inputEnd: make(chan struct{}), drained: make(chan struct{}),
+	c := &Conn{w: w, h: h, opts: opts, inputEnd: make(chan struct{}), eof: make(chan struct{}), drained: make(chan struct{}),
 		s: connState{incoming: make(map[string]*Incoming), outgoing: make(map[string]chan []byte)}}
 	c.ctx, c.cancel = context.WithCancelCause(parent)
 	return c
@@ -378,6 +379,13 @@ func (c *Conn) frame(f frame) {
 // (its context or the parent's ended, a write failed): what waits for the
 // connection's next message gives up then.
 func (c *Conn) Done() <-chan struct{} { return c.ctx.Done() }
+
+// InputEnded is closed once the input has ended (the peer closed its
+// side, or reading failed), before the drain begins; never when serving
+// stops for another reason (Done ends then). A request that lasts until
+// its client ends it (a subscription) ends here rather than holding the
+// drain: the peer has gone.
+func (c *Conn) InputEnded() <-chan struct{} { return c.eof }
 
 // Reply writes a single message's answer (Conn is its frame's Replier).
 func (c *Conn) Reply(answer []byte) {
@@ -613,6 +621,7 @@ func (c *Conn) stopCause() error {
 // finish handles the end of the input: a drain, then what a stop does to
 // the rest.
 func (c *Conn) finish(readErr error, readerDone <-chan struct{}) error {
+	close(c.eof)
 	c.shut(true)
 	<-readerDone
 	if errors.Is(readErr, io.EOF) {

@@ -46,6 +46,9 @@ const (
 	goCmp      = "github.com/google/go-cmp"
 	// doublestar matches find_files' ** globs and .gitignore patterns.
 	doublestar = "github.com/bmatcuk/doublestar/v4"
+	// fsnotify watches the files of resource subscriptions (and pulls in
+	// x/sys for inotify's system calls).
+	fsnotify = "github.com/fsnotify/fsnotify/..."
 	// goLandlock and what it pulls in: x/sys for the system calls, libcap's
 	// psx for restricting every thread on kernels before Landlock ABI 8.
 	goLandlock = "github.com/landlock-lsm/go-landlock/..."
@@ -101,7 +104,7 @@ var Rules = []Rule{
 	{"adapters/httploopback", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier: shared protocol packages, ports, domain; x/time/rate bounds its refusal log"},
 	{"adapters/httpremote", append([]string{"engine", "adapters/streamable", "internal/netcap", logs, timeRate}, core...), "a carrier; reaches the verifier through its port, never adapters/oauth"},
 	{"adapters/oauth", append([]string{jose + "/..."}, core...), "the verifier: go-jose, ports, domain"},
-	{"adapters/workspace", append([]string{logs, "internal/secretenv", doublestar + "/..."}, core...), "the reference session: ports, domain, doublestar for find_files' globs (the sandbox reaches it as a function the CLI wires, never adapters/landlock or adapters/bubblewrap)"},
+	{"adapters/workspace", append([]string{logs, "internal/secretenv", doublestar + "/...", fsnotify, xSys}, core...), "the reference session: ports, domain, doublestar for find_files' globs, fsnotify (and x/sys) for its resource subscriptions (the sandbox reaches it as a function the CLI wires, never adapters/landlock or adapters/bubblewrap)"},
 	{"adapters/landlock", []string{goLandlock, xSys, psx}, "the command sandbox's launcher: go-landlock and what it needs, nothing of the project"},
 	{"adapters/bubblewrap", nil, "the command sandbox's namespaces: bwrap argument vectors, the standard library only (never adapters/landlock: app composes the two)"},
 	{"adapters/agent", append([]string{logs, "adapters/memstore", udiff}, core...), "the agent loop: the Session it wraps, the Model it drives and the ConversationStore it keeps, through the ports only (never a model adapter, a durable store or the workspace); the in-memory store is its default, go-udiff diffs a turn's changes"},

@@ -172,10 +172,11 @@ async function main() {
     // with tasks/list on a stream (its tasks are the connection's) but not on
     // the loopback host (one principal for every local client).
     // resources: the workspace's files through the file:// template
-    // (docs/SPEC.md §2); no prompts or completions without the agent.
+    // (docs/SPEC.md §2), with subscribe on a stream, where updates are
+    // sent, and not over HTTP; no prompts or completions without the agent.
     const WANT_CAPABILITIES = overHTTP
       ? { tools: {}, resources: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } }
-      : { tools: {}, resources: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
+      : { tools: {}, resources: { subscribe: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
     check(isDeepStrictEqual(client.getServerCapabilities(), WANT_CAPABILITIES),
       `server capabilities ${show(client.getServerCapabilities())}, want ${show(WANT_CAPABILITIES)}`);
     check(typeof client.getServerVersion()?.name === 'string' && client.getServerVersion().name !== '',

@@ -1,12 +1,15 @@
 // What the TypeScript SDK client scripts share: interop.mjs, agent.mjs,
-// elicit.mjs and resources.mjs record the wire through RecordingTransport;
-// the scenario scripts (agent.mjs, elicit.mjs, resources.mjs) also write
-// their report and exit alike, and agent.mjs and resources.mjs connect to
-// the scenario's server alike (scenarioTransport).
+// elicit.mjs, resources.mjs and subscribe.mjs record the wire through
+// RecordingTransport; the scenario scripts (agent.mjs, elicit.mjs,
+// resources.mjs, subscribe.mjs) also write their report and exit alike,
+// agent.mjs, resources.mjs and subscribe.mjs connect to the scenario's
+// server alike (scenarioTransport), and resources.mjs and subscribe.mjs run
+// their steps alike (runSteps).
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 // RecordingTransport wraps an MCP SDK transport: it records every message
 // the client sends and receives (the server's own requests included), so the
@@ -88,4 +91,45 @@ export function scenarioTransport(scenario) {
     env: { ...getDefaultEnvironment(), ...(scenario.env ?? {}) },
     stderr: 'inherit',
   });
+}
+
+// runSteps connects client through transport (a RecordingTransport) and
+// runs steps in order, each as ops[step.op](step.params, { timeout }), into
+// report: the server's capabilities, and one { result, error, prompts } per
+// step (error: { code, message, data } of what the op threw). An
+// elicitation/create during a step is kept in its prompts and answered with
+// the step's next answer (cancel once they run out); one outside any step
+// fails. onStep(i), when given, is told as step i starts. The client is
+// closed at the end, and the report written to reportPath (writeReport).
+export async function runSteps({ client, transport, steps, ops, report, reportPath, timeout, onStep }) {
+  let current = null;
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    if (current === null) {
+      throw new Error(`elicitation/create outside any step: ${JSON.stringify(request)}`);
+    }
+    current.report.prompts.push(request.params);
+    return current.answers.shift() ?? { action: 'cancel' };
+  });
+  report.steps = [];
+  try {
+    await client.connect(transport, { timeout });
+    report.capabilities = client.getServerCapabilities();
+    for (const [i, step] of steps.entries()) {
+      const op = ops[step.op];
+      if (!op) throw new Error(`unknown op ${step.op}`);
+      const stepReport = { result: null, error: null, prompts: [] };
+      current = { report: stepReport, answers: [...(step.answers ?? [])] };
+      onStep?.(i);
+      try {
+        stepReport.result = await op(step.params, { timeout });
+      } catch (err) {
+        stepReport.error = { code: err?.code ?? null, message: err?.message ?? String(err), data: err?.data ?? null };
+      }
+      current = null;
+      report.steps.push(stepReport);
+    }
+  } finally {
+    await client.close();
+  }
+  writeReport(reportPath, report, transport);
 }

@@ -31,8 +31,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { RecordingTransport, writeReport, runScenario, scenarioTransport } from './record.mjs';
+import { RecordingTransport, runScenario, runSteps, scenarioTransport } from './record.mjs';
 
 const TIMEOUT_MS = 60_000;
 
@@ -48,15 +47,6 @@ async function main() {
   const transport = new RecordingTransport(inner);
   const client = new Client({ name: 'agentmcp-interop-ts-resources', version: '1.32.2' }, { capabilities: { elicitation: {} } });
 
-  let current = null;
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    if (current === null) {
-      throw new Error(`elicitation/create outside any step: ${JSON.stringify(request)}`);
-    }
-    current.report.prompts.push(request.params);
-    return current.answers.shift() ?? { action: 'cancel' };
-  });
-
   const ops = {
     templates: (p, o) => client.listResourceTemplates(p, o),
     resources: (p, o) => client.listResources(p, o),
@@ -67,27 +57,7 @@ async function main() {
     submit: (p, o) => client.callTool({ name: 'agent_submit', arguments: p }, undefined, o),
   };
 
-  const report = { steps: [] };
-  try {
-    await client.connect(transport, { timeout: TIMEOUT_MS });
-    report.capabilities = client.getServerCapabilities();
-    for (const step of scenario.steps) {
-      const op = ops[step.op];
-      if (!op) throw new Error(`unknown op ${step.op}`);
-      const stepReport = { result: null, error: null, prompts: [] };
-      current = { report: stepReport, answers: [...(step.answers ?? [])] };
-      try {
-        stepReport.result = await op(step.params, { timeout: TIMEOUT_MS });
-      } catch (err) {
-        stepReport.error = { code: err?.code ?? null, message: err?.message ?? String(err), data: err?.data ?? null };
-      }
-      current = null;
-      report.steps.push(stepReport);
-    }
-  } finally {
-    await client.close();
-  }
-  writeReport(reportPath, report, transport);
+  await runSteps({ client, transport, steps: scenario.steps, ops, report: {}, reportPath, timeout: TIMEOUT_MS });
 }
 
 await runScenario(main, 'TypeScript SDK resources client');
