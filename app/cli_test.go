@@ -235,6 +235,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "stdio", "--model", "m", "--approval-timeout", "0s"}, `agentmcp serve stdio: invalid value "0s" for --approval-timeout: must be more than 0`, stdio},
 		{[]string{"serve", "stdio", "--approval-timeout", "soon"}, `agentmcp serve stdio: invalid value "soon" for --approval-timeout: want a duration such as 90s, 5m or 1h`, stdio},
 		{[]string{"serve", "stdio", "--approval-timeout", "1s"}, `agentmcp serve stdio: --approval-timeout needs --model: it configures the agent, which --model NAME turns on`, stdio},
+		{[]string{"serve", "http", "--model", "m", "--ui", "sometimes"}, `agentmcp serve http: invalid value "sometimes" for --ui: must be auto, always or never`, http},
+		{[]string{"serve", "http", "--ui", "always"}, `agentmcp serve http: --ui needs --model: it configures the agent, which --model NAME turns on`, http},
 		{[]string{"serve", "stdio", "--model-url", "http://127.0.0.1:11434/v1"}, `agentmcp serve stdio: --model-url needs --model: it configures the agent, which --model NAME turns on`, stdio},
 		{[]string{"serve", "stdio", "--state-dir", "/tmp/x"}, `agentmcp serve stdio: --state-dir needs --model: it configures the agent, which --model NAME turns on`, stdio},
 		{[]string{"serve", "stdio", "--model", "m", "--model-url", "http://user:secret@127.0.0.1/v1"}, `agentmcp serve stdio: --model-url: the base URL must not carry credentials: the key goes in OPENAI_API_KEY`, stdio},

@@ -37,6 +37,7 @@ type serveFlags struct {
 	maxTurns                          *int
 	approvalTimeout                   *time.Duration
 	noModelProbe                      *bool
+	ui                                uiLink // the turn view's link (docs/SPEC.md §2 "The turn view")
 
 	carrier     string        // the serve command's name ("stdio", "http", ...), set by check
 	modelClient *openai.Model // --model's client, made by check; nil without --model
@@ -76,6 +77,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 			"(a GET of its /models, at most "+modelProbeTimeout.String()+", never fatal)"),
 		cmds: addCommandFlags(fs),
 	}
+	fs.Var(&f.ui, "ui", "for which clients agent_submit links the turn view, an MCP App: `WHEN` is auto (the default: "+
+		"clients that declare the io.modelcontextprotocol/ui extension), always (every client: over legacy HTTP none can declare it) "+
+		"or never (needs --model)")
 	f.store.addLeaseFlag(fs)
 	f.workspaceID = addWorkspaceIDFlag(fs, "name the workspace `ID` in the conversation store (letters, digits, . _ - : /) instead of "+
 		"the root's real path: give it to replicas that mount one workspace at different paths (needs --model)")
@@ -86,7 +90,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 
 // agentFlags configure the agent, which --model turns on: given without
 // it, they are a usage error (serveRules).
-var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe",
+var agentFlags = []string{"model-url", "system-prompt-file", "max-turns", "approval-timeout", "no-model-probe", "ui",
 	"state-dir", "store", "store-password-file", "ephemeral", "history-bytes", "max-conversations", "max-conversations-per-principal", "max-store-bytes", "max-conversation-age",
 	"lease", "workspace-id"}
 
@@ -189,6 +193,39 @@ func (f *serveFlags) logApprovals(logger *slog.Logger) {
 	}
 }
 
+// uiLink is --ui: auto (the default), always or never, checked as the
+// flag is parsed.
+type uiLink struct{ link engine.ViewLink }
+
+var uiLinks = map[string]engine.ViewLink{"auto": engine.ViewAuto, "always": engine.ViewAlways, "never": engine.ViewNever}
+
+func (u *uiLink) String() string {
+	for name, l := range uiLinks {
+		if l == u.link {
+			return name
+		}
+	}
+	return "auto"
+}
+
+func (u *uiLink) Set(v string) error {
+	l, ok := uiLinks[v]
+	if !ok {
+		return errors.New("must be auto, always or never")
+	}
+	u.link = l
+	return nil
+}
+
+// view links agent_submit to the agent's turn view, for the clients --ui
+// says; without --model there is no turn to view.
+func (f *serveFlags) view() engine.ViewOptions {
+	if *f.model == "" {
+		return engine.ViewOptions{}
+	}
+	return engine.ViewOptions{ResourceURI: agent.ViewURI, Link: f.ui.link}
+}
+
 func (f *serveFlags) submitTool() domain.SubmitTool {
 	return domain.SubmitTool{Name: *f.submitName, Description: *f.submitDesc}
 }
@@ -289,7 +326,7 @@ func (f *serveFlags) open(logger *slog.Logger, inv *invocation) (*served, bool) 
 	opts := engine.Options{
 		Name: "agentmcp", Version: Version, Logger: logger, Observer: observer,
 		SubmitTool: f.submitTool(), AskClient: *f.askClient, Instructions: f.instructions(),
-		Tasks: f.tasks.options(),
+		Tasks: f.tasks.options(), View: f.view(),
 	}
 	if s.store != nil && s.store.calls != nil {
 		opts.Calls = s.store.calls // docs/SPEC.md §14 "Replicas"

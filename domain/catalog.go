@@ -28,6 +28,11 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Annotations are the tool's behaviour hints; nil leaves them out.
 	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+	// Meta is the tool's _meta object (JSON text); nil leaves it out. Only
+	// the engine sets one, the submission tool's when it links the turn
+	// view (docs/SPEC.md §2 "The turn view"): a catalog keeps no runtime
+	// tool's.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 	// TaskSupport says whether a call of the tool may run as an MCP task
 	// (docs/SPEC.md §14); "" means TaskForbidden. It is not part of the
 	// 2026-07-28 Tool: the engine decides from it which calls become tasks.
@@ -142,6 +147,7 @@ func NewCatalog(runtime []Tool, submit SubmitTool) (*Catalog, error) {
 	for i, t := range runtime {
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
 		t.Annotations = t.Annotations.Clone()
+		t.Meta = nil // the engine's alone (the submission tool's view link)
 		owned[i] = t
 	}
 	runtime = owned

@@ -126,9 +126,10 @@ type stream struct {
 	work chan func()
 	idle atomic.Int32
 
-	mu        sync.Mutex // guards version and canElicit
+	mu        sync.Mutex // guards version, canElicit and apps
 	version   string     // negotiated legacy revision; "" before initialize
 	canElicit bool       // negotiated ≥ 2025-06-18 and declared form elicitation
+	apps      bool       // declared the UI extension (docs/SPEC.md §2 "The turn view")
 }
 
 // legacyVersion is the revision in force for legacy requests: the
@@ -162,7 +163,14 @@ func (s *stream) initialize(version string, caps []byte) bool {
 	s.version = version
 	// elicitation/create exists from 2025-06-18 (docs/SPEC.md §6's table).
 	s.canElicit = version >= "2025-06-18" && declaresFormElicitation(caps)
+	s.apps = declaresView(caps)
 	return true
+}
+
+func (s *stream) rendersApps() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apps
 }
 
 // elicitor asks through elicitation/create when asking is on and the

@@ -84,6 +84,10 @@ type Options struct {
 	// Tasks bounds and times the 2026-07-28 tasks extension's tasks
 	// (docs/SPEC.md §14).
 	Tasks TaskOptions
+	// View links the submission tool to an MCP App view the session
+	// serves, for the clients View.Link says (docs/SPEC.md §2 "The turn
+	// view"); zero links none.
+	View ViewOptions
 	// Calls, when set, is a store this engine shares with the other
 	// replicas of one server (docs/SPEC.md §14 "Replicas"): its HTTP
 	// clients' tasks and input-required rounds are named there, so a task
@@ -114,6 +118,10 @@ type Engine struct {
 	// serverInfo and the modern _meta, encoded once.
 	infoJSON, metaJSON []byte
 	instructions       string
+	// viewMeta is the submission tool's _meta when it links the view (nil:
+	// it never does); viewAlways links it for every client.
+	viewMeta   []byte
+	viewAlways bool
 
 	// validated is the last catalog that passed validation, reused while the
 	// session reports the same tools (docs/SPEC.md §2 allows caching the
@@ -155,9 +163,10 @@ type Engine struct {
 // tools/call answers "server is shutting down" (docs/SPEC.md §3 "Ending").
 var ErrShuttingDown = errors.New("server is shutting down")
 
-// New returns an engine serving session. It fails when session is nil or
+// New returns an engine serving session. It fails when session is nil,
 // the submission tool's name breaks the MCP tool-name rule
-// ([domain.ErrInvalidSubmitName]).
+// ([domain.ErrInvalidSubmitName]) or View names a resource that is not a
+// ui:// URI.
 func New(session ports.Session, opts Options) (*Engine, error) {
 	if session == nil {
 		return nil, errors.New("engine: nil session")
@@ -168,6 +177,10 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 	}
 	if ports.HasConversations(session) { // docs/SPEC.md §2, §9
 		submit = submit.WithConversations(ports.TurnResultSchema)
+	}
+	vmeta, err := viewMeta(opts.View)
+	if err != nil {
+		return nil, err
 	}
 	ttl := opts.ListTTL
 	switch {
@@ -196,6 +209,8 @@ func New(session ports.Session, opts Options) (*Engine, error) {
 		metaJSON:     append(append([]byte(`{"`+metaServerInfo+`":`), info...), '}'),
 		instructions: opts.Instructions,
 		observe:      opts.Observer,
+		viewMeta:     vmeta,
+		viewAlways:   opts.View.Link == ViewAlways,
 	}
 	e.base, e.cancelBase = context.WithCancelCause(context.Background())
 	e.askClient = opts.AskClient

@@ -106,8 +106,9 @@ func (x *exchange) owner() owner                   { return owner{principal: x.p
 func (x *exchange) initialized() bool              { return false }
 func (x *exchange) initialize(string, []byte) bool { return true } // answered without keeping state
 func (x *exchange) lasting() bool                  { return false }
-func (x *exchange) subs() *streamSubs              { return nil } // nothing outlives the exchange
-func (x *exchange) elicitor() elicitFunc           { return nil } // an HTTP legacy client cannot be asked
+func (x *exchange) subs() *streamSubs              { return nil }   // nothing outlives the exchange
+func (x *exchange) elicitor() elicitFunc           { return nil }   // an HTTP legacy client cannot be asked
+func (x *exchange) rendersApps() bool              { return false } // a legacy HTTP request carries no capabilities
 
 // legacyVersion is the revision in force for a legacy request: its
 // MCP-Protocol-Version, else 2025-03-26. It is read from the header when

@@ -168,12 +168,13 @@ func paged[T any](in *inbound) func([]T, error) ([]T, string, *reply) {
 }
 
 type resourceJSON struct {
-	URI         string `json:"uri"`
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	MIMEType    string `json:"mimeType,omitempty"`
-	Size        *int64 `json:"size,omitempty"`
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
 func (e *Engine) listResources(ctx context.Context, p *peer, in *inbound) (r reply) {
@@ -187,7 +188,7 @@ func (e *Engine) listResources(ctx context.Context, p *peer, in *inbound) (r rep
 		NextCursor string         `json:"nextCursor,omitempty"`
 	}{Resources: make([]resourceJSON, 0, len(page)), NextCursor: next}
 	for _, res := range page {
-		j := resourceJSON{URI: res.URI, Name: res.Name, Title: res.Title, Description: res.Description, MIMEType: res.MIMEType}
+		j := resourceJSON{URI: res.URI, Name: res.Name, Title: res.Title, Description: res.Description, MIMEType: res.MIMEType, Meta: res.Meta}
 		if res.Size >= 0 {
 			j.Size = &res.Size
 		}
@@ -224,14 +225,15 @@ func (e *Engine) listResourceTemplates(ctx context.Context, p *peer, in *inbound
 
 // contentsJSON is a TextResourceContents or BlobResourceContents.
 type contentsJSON struct {
-	URI      string  `json:"uri"`
-	MIMEType string  `json:"mimeType,omitempty"`
-	Text     *string `json:"text,omitempty"`
-	Blob     []byte  `json:"blob,omitempty"` // base64 by encoding/json
+	URI      string          `json:"uri"`
+	MIMEType string          `json:"mimeType,omitempty"`
+	Text     *string         `json:"text,omitempty"`
+	Blob     []byte          `json:"blob,omitempty"` // base64 by encoding/json
+	Meta     json.RawMessage `json:"_meta,omitempty"`
 }
 
 func toContentsJSON(c ports.ResourceContents) contentsJSON {
-	j := contentsJSON{URI: c.URI, MIMEType: c.MIMEType}
+	j := contentsJSON{URI: c.URI, MIMEType: c.MIMEType, Meta: c.Meta}
 	if c.Blob != nil {
 		j.Blob = c.Blob
 	} else {

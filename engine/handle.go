@@ -112,6 +112,10 @@ type origin interface {
 	// elicitor asks its legacy client through elicitation/create; nil when
 	// it cannot be asked (docs/SPEC.md §6).
 	elicitor() elicitFunc
+	// rendersApps reports whether its legacy client declared the UI
+	// extension (a stream's initialize capabilities; an exchange knows
+	// none): docs/SPEC.md §2 "The turn view".
+	rendersApps() bool
 }
 
 // elicitFunc sends a form to a legacy stream client and returns its
@@ -359,6 +363,9 @@ func (e *Engine) initialize(p *peer, in *inbound, inBatch bool) reply {
 	if version == tasksVersion {
 		b = appendLegacyTasksCaps(b, p) // docs/SPEC.md §14
 	}
+	if e.viewMeta != nil {
+		b = append(b, `,"extensions":{`+uiExtensionCap+`}`...) // docs/SPEC.md §2 "The turn view"
+	}
 	b = append(b, `},"serverInfo":`...)
 	b = append(b, e.infoJSON...)
 	if e.instructions != "" {
@@ -391,7 +398,11 @@ func (e *Engine) discover(_ context.Context, _ *peer, in *inbound) reply {
 	b := e.resultHead(make([]byte, 0, 512), in, "complete")
 	b = append(append(b, `"supportedVersions":`...), supportedVersionsJSON...)
 	b = e.appendFeatureCaps(append(b, `,"capabilities":{"tools":{}`...), true)
-	b = append(b, `,"extensions":{"`+extTasks+`":{}}}`...)
+	b = append(b, `,"extensions":{"`+extTasks+`":{}`...)
+	if e.viewMeta != nil {
+		b = append(b, ","+uiExtensionCap...) // docs/SPEC.md §2 "The turn view"
+	}
+	b = append(b, `}}`...)
 	if e.instructions != "" {
 		b = jsonrpc.AppendString(append(b, `,"instructions":`...), e.instructions)
 	}
@@ -427,7 +438,7 @@ func (e *Engine) appendCacheable(b []byte) []byte {
 	return append(b, `,"cacheScope":"private"`...)
 }
 
-func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
+func (e *Engine) listTools(ctx context.Context, p *peer, in *inbound) reply {
 	if _, ok := in.param("cursor"); ok {
 		return answerErr(in.id, jsonrpc.InvalidParams("tools/list has one page; cursor is not supported"))
 	}
@@ -438,6 +449,11 @@ func (e *Engine) listTools(ctx context.Context, _ *peer, in *inbound) reply {
 	list := cat.Tools()
 	if !structuredResults(in) {
 		list[len(list)-1].OutputSchema = nil // the submission tool's, last
+	}
+	if e.linksView(p, in) {
+		// The list differs per client: its hints say private already
+		// (cacheScope, appendCacheable), so no cache shares it.
+		list[len(list)-1].Meta = e.viewMeta
 	}
 	var tools []byte
 	if !in.modern && in.version == tasksVersion {

@@ -178,12 +178,13 @@ func testGoSDKResources(t *testing.T, carrier, version string) {
 	for _, tpl := range tl.ResourceTemplates {
 		templates = append(templates, tpl.URITemplate)
 	}
-	wantTemplates := []string{f.prefix + "{+path}", "agentmcp://conversations/{name}", "agentmcp://conversations/{name}/turns/{n}/changes"}
+	wantTemplates := []string{f.prefix + "{+path}", "agentmcp://conversations/{name}", "agentmcp://conversations/{name}/turns/{n}/changes", "agentmcp://conversations/{name}/running"}
 	if !slices.Equal(templates, wantTemplates) {
 		t.Errorf("templates %q, want %q", templates, wantTemplates)
 	}
-	if rl, err := cs.ListResources(ctx, nil); err != nil || len(rl.Resources) != 0 {
-		t.Errorf("resources/list before any turn = %+v, %v; want none", rl, err)
+	// Before any turn only the turn view (docs/SPEC.md §2 "The turn view") is listed.
+	if rl, err := cs.ListResources(ctx, nil); err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "ui://agentmcp/turn" || rl.Resources[0].MIMEType != "text/html;profile=mcp-app" {
+		t.Errorf("resources/list before any turn = %+v, %v; want the turn view alone", rl, err)
 	}
 
 	read := func(uri string) *mcp.ResourceContents {
@@ -254,7 +255,7 @@ func testGoSDKResources(t *testing.T, carrier, version string) {
 	for _, r := range rl.Resources {
 		listed = append(listed, r.URI+" "+r.MIMEType)
 	}
-	if want := []string{"agentmcp://conversations/notes text/markdown", "agentmcp://conversations/docs text/markdown"}; !slices.Equal(listed, want) {
+	if want := []string{"ui://agentmcp/turn text/html;profile=mcp-app", "agentmcp://conversations/notes text/markdown", "agentmcp://conversations/docs text/markdown"}; !slices.Equal(listed, want) {
 		t.Errorf("resources/list = %q, want %q (the most recently updated first)", listed, want)
 	}
 	conv := read("agentmcp://conversations/docs")

@@ -173,15 +173,16 @@ func testTSResources(t *testing.T, node, carrier string) {
 		for _, tpl := range tl.ResourceTemplates {
 			got = append(got, tpl.URITemplate)
 		}
-		if want := []string{f.prefix + "{+path}", "agentmcp://conversations/{name}", "agentmcp://conversations/{name}/turns/{n}/changes"}; !slices.Equal(got, want) {
+		if want := []string{f.prefix + "{+path}", "agentmcp://conversations/{name}", "agentmcp://conversations/{name}/turns/{n}/changes", "agentmcp://conversations/{name}/running"}; !slices.Equal(got, want) {
 			t.Errorf("templates %q, want %q", got, want)
 		}
 	}
 	var rl struct {
 		Resources []struct{ URI, MIMEType string }
 	}
-	if result("resources before", &rl) && len(rl.Resources) != 0 {
-		t.Errorf("resources/list before any turn: %+v", rl.Resources)
+	// Before any turn only the turn view (docs/SPEC.md §2 "The turn view") is listed.
+	if result("resources before", &rl) && (len(rl.Resources) != 1 || rl.Resources[0].URI != "ui://agentmcp/turn" || rl.Resources[0].MIMEType != "text/html;profile=mcp-app") {
+		t.Errorf("resources/list before any turn: %+v, want the turn view alone", rl.Resources)
 	}
 	if mime, text, blob := one("greeting", f.prefix+f.ws.file); mime != "text/plain; charset=utf-8" || text != f.ws.content || blob != "" {
 		t.Errorf("greeting.txt: %q %q %q", mime, text, blob)
@@ -221,7 +222,7 @@ func testTSResources(t *testing.T, node, carrier string) {
 		for _, r := range rl.Resources {
 			got = append(got, r.URI+" "+r.MIMEType)
 		}
-		if want := []string{"agentmcp://conversations/notes text/markdown", "agentmcp://conversations/docs text/markdown"}; !slices.Equal(got, want) {
+		if want := []string{"ui://agentmcp/turn text/html;profile=mcp-app", "agentmcp://conversations/notes text/markdown", "agentmcp://conversations/docs text/markdown"}; !slices.Equal(got, want) {
 			t.Errorf("resources/list %q, want %q", got, want)
 		}
 	}

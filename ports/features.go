@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 )
 
@@ -92,10 +93,12 @@ type ResourceSubscriber interface {
 }
 
 // Resource is one entry of resources/list. URI and Name are required;
-// Size is in bytes, -1 when unknown.
+// Size is in bytes, -1 when unknown; Meta, when set, is its _meta object
+// (JSON text: an MCP App view's _meta.ui, docs/SPEC.md §2 "The turn view").
 type Resource struct {
 	URI, Name, Title, Description, MIMEType string
 	Size                                    int64
+	Meta                                    json.RawMessage
 }
 
 // ResourceTemplate is one entry of resources/templates/list: URITemplate
@@ -106,11 +109,14 @@ type ResourceTemplate struct {
 
 // ResourceContents is one element of a resources/read result, or the
 // resource of an embedded-resource prompt content: Text when Blob is nil,
-// otherwise Blob (sent base64-encoded).
+// otherwise Blob (sent base64-encoded). Meta, when set, is its _meta
+// object (JSON text: an MCP App view's _meta.ui.csp, docs/SPEC.md §2 "The
+// turn view").
 type ResourceContents struct {
 	URI, MIMEType string
 	Text          string
 	Blob          []byte
+	Meta          json.RawMessage
 }
 
 // Prompts serves MCP prompts (https://modelcontextprotocol.io/specification/2025-11-25/server/prompts),

@@ -17,6 +17,10 @@
 #                            scripts/node/package-lock.json) into
 #                            scripts/node/node_modules and puts its bin first
 #                            on PATH, exported for everything the script runs
+#   need_chromium            makes sure Debian's chromium is on PATH (the
+#                            browser test's, browser/): installed with
+#                            apt-get when missing (as root), never a browser
+#                            build of a test tool's own
 #   need_postgres            makes sure Debian's PostgreSQL server binaries
 #                            are installed (/usr/lib/postgresql/*/bin/initdb:
 #                            not on PATH), installing the postgresql package
@@ -101,6 +105,10 @@ need_node() {
 	hash -r
 	(($(node_major) >= 20)) ||
 		die "node on PATH is $(node --version 2>/dev/null || echo missing) even after installing Node 22 into scripts/node: @modelcontextprotocol/sdk needs Node 20 or later"
+}
+
+need_chromium() {
+	need_cmd chromium chromium
 }
 
 need_postgres() {

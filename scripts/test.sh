@@ -40,6 +40,13 @@
 #      PostgreSQL (internal/pgtest's) behind nginx round-robin, a session
 #      whose every request lands on the other replica, then kill -9 of one
 #      mid-task (e2e/replicas.sh).
+#  10. go vet and go test -count=1 ./... in browser/, the nested module of
+#       the turn view's browser test: Debian's chromium headless (installed
+#       with scripts/lib.sh need_chromium) driven by chromedp, with web/'s
+#       npm packages (npm ci in web/, only when its package-lock.json or
+#       Node changed): the ext-apps host side and axe-core, and esbuild,
+#       with which the test also checks that the committed view
+#       (adapters/agent/view/turn.html) is what web/ builds.
 # Needs Go 1.26 or later (on PATH or in /usr/local/go/bin). Installs, with
 # scripts/lib.sh: gcc and libc6-dev for the race detector, prometheus for
 # the metrics test, curl and socat for the docs test, postgresql for the
@@ -54,7 +61,7 @@
 # unexpected); every step's full
 # output goes to a log file named on the first line (AGENTMCP_TEST_LOG
 # chooses it). Stops at the first failure, printing the last 80 lines of
-# that step's output (STEP_TAIL_LINES). Extra arguments go to the five go
+# that step's output (STEP_TAIL_LINES). Extra arguments go to the six go
 # test runs, e.g. scripts/test.sh -count=1 -v.
 set -euo pipefail
 
@@ -80,15 +87,26 @@ tools() {
 
 # npm ci wipes and reinstalls node_modules, so it runs only when the lock or
 # the Node version changed since the last install (recorded in a stamp).
-ts_packages() {
-	local stamp="$ts/node_modules/.agentmcp-installed" want
-	want="$(node --version) $(cksum <"$ts/package-lock.json")"
+npm_packages() {
+	local dir="$1" stamp="$1/node_modules/.agentmcp-installed" want
+	want="$(node --version) $(cksum <"$dir/package-lock.json")"
 	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
 		echo "up to date ($(node --version), package-lock.json unchanged)"
 	else
-		(cd "$ts" && npm ci --no-audit --no-fund)
+		(cd "$dir" && npm ci --no-audit --no-fund)
 		printf '%s\n' "$want" >"$stamp"
 	fi
+}
+ts_packages() { npm_packages "$ts"; }
+
+# The turn view's browser test (browser/, a module of its own so the main
+# module never depends on chromedp): chromium from Debian, web/'s npm
+# packages (build time only: nothing of them ships but the committed view).
+browser_tests() {
+	need_chromium
+	npm_packages "$repo/web"
+	echo "$(chromium --version 2>/dev/null)" | tee /dev/fd/3
+	(cd "$repo/browser" && go vet ./... && go test -count=1 "$@" ./...)
 }
 
 # The security tests (the command sandbox and its launcher, the state
@@ -158,7 +176,7 @@ lint() {
 	rm -rf "$bin"
 	echo "gofmt, go vet, staticcheck $staticcheck_version: clean in ${#modules[@]} modules" | tee /dev/fd/3
 }
-modules=(. interop otel examples/mysession bench)
+modules=(. interop otel examples/mysession bench browser)
 
 # -count=1 in the nested modules: their tests build and run binaries that
 # go test's result cache cannot see, so a cached pass could hide a change.
@@ -186,4 +204,5 @@ run_step "go vet, go test -race -count=1 ./... (bench module, smoke mode)" bash 
 run_step "official MCP conformance suite, both legs and the tasks scenarios" conformance
 run_step "end to end: remote host, nginx, a real authorization server" bash "$repo/e2e/run.sh"
 run_step "end to end: two replicas on one PostgreSQL behind nginx, kill -9 of one" bash "$repo/e2e/replicas.sh"
+run_step "go vet, go test -count=1 ./... (browser module: the turn view in chromium)" browser_tests "$@"
 echo "all tests passed"

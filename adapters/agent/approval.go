@@ -29,7 +29,10 @@ func (c toolCaller) Progress(_ context.Context, _, _ float64, message string) {
 // FileChanged keeps a change the tool made for the turn's diffs
 // ([ports.ChangeReporter]): the inner session reports each write that
 // landed, so the agent never reads the workspace itself.
-func (c toolCaller) FileChanged(fc ports.FileChange) { c.turn.changes.add(fc) }
+func (c toolCaller) FileChanged(fc ports.FileChange) {
+	c.turn.changes.add(fc)
+	c.turn.r.live.changed(fc.Path)
+}
 
 var _ ports.ChangeReporter = toolCaller{}
 
@@ -37,6 +40,7 @@ var _ ports.ChangeReporter = toolCaller{}
 // one answers (the client walked away) settles closed then, not at the end
 // of the turn or of the carrier's round.
 func (c toolCaller) RequestPermission(ctx context.Context, p domain.PermissionPrompt) domain.Decision {
+	defer c.turn.r.live.waiting(p)() // the view shows it while the host's dialog asks
 	return bounded(ctx, c, "permission", func(ctx context.Context) domain.Decision { return c.Caller.RequestPermission(ctx, p) })
 }
 

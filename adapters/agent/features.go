@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,7 +27,32 @@ const (
 	conversationPrefix   = "agentmcp://conversations/"
 	conversationTemplate = conversationPrefix + "{name}"
 	changesTemplate      = conversationPrefix + "{name}/turns/{n}/changes"
+	runningTemplate      = conversationPrefix + "{name}/running"
+	runningSuffix        = "/running"
 )
+
+// ViewURI is the turn view's resource: an MCP App view (SEP-1865) of
+// MIME type domain.AppMIMEType, which the submission tool links for a
+// client that renders apps (engine.ViewOptions; docs/SPEC.md §2 "The turn
+// view").
+const ViewURI = "ui://agentmcp/turn"
+
+// viewHTML is the view: one self-contained HTML document, built from
+// web/view by web/build.mjs (docs/ARCHITECTURE.md "The turn view").
+//
+//go:embed view/turn.html
+var viewHTML string
+
+// viewMeta is the view's _meta.ui: an empty CSP allowance (it loads
+// nothing from the network: no connect, resource, frame or base URI
+// domain) and a border from the host.
+var viewMeta = json.RawMessage(`{"ui":{"csp":{"connectDomains":[],"resourceDomains":[],"frameDomains":[],"baseUriDomains":[]},"prefersBorder":true}}`)
+
+func viewResource() ports.Resource {
+	return ports.Resource{URI: ViewURI, Name: "turn-view", Title: "Agent turn",
+		Description: "A live view of an agent turn: its steps, tool calls, changed files with their diffs, and its answer",
+		MIMEType:    domain.AppMIMEType, Size: int64(len(viewHTML)), Meta: viewMeta}
+}
 
 // Prompt names.
 const (
@@ -64,8 +91,9 @@ func (f features) names(ctx context.Context, p ports.Principal) ([]string, error
 	return names, nil
 }
 
-// ListResources lists the inner session's resources, then each of the
-// principal's conversations, the most recently updated first.
+// ListResources lists the inner session's resources, then the turn view,
+// then each of the principal's conversations, the most recently updated
+// first.
 func (f features) ListResources(ctx context.Context, p ports.Principal) ([]ports.Resource, error) {
 	var list []ports.Resource
 	if f.inner.Resources != nil {
@@ -75,6 +103,7 @@ func (f features) ListResources(ctx context.Context, p ports.Principal) ([]ports
 		}
 		list = append(list, inner...)
 	}
+	list = append(list, viewResource())
 	names, err := f.names(ctx, p)
 	if err != nil {
 		return nil, err
@@ -82,9 +111,6 @@ func (f features) ListResources(ctx context.Context, p ports.Principal) ([]ports
 	for _, n := range names {
 		list = append(list, ports.Resource{URI: conversationPrefix + n, Name: "conversation " + n,
 			Description: "The agent's conversation " + strconv.Quote(n) + ": its turns as Markdown", MIMEType: "text/markdown", Size: -1})
-	}
-	if list == nil {
-		list = []ports.Resource{}
 	}
 	return list, nil
 }
@@ -103,18 +129,26 @@ func (f features) ResourceTemplates(ctx context.Context, p ports.Principal) ([]p
 			Description: "One of your conversations with the agent, its turns as Markdown", MIMEType: "text/markdown"},
 		ports.ResourceTemplate{URITemplate: changesTemplate, Name: "turn-changes", Title: "A turn's changes",
 			Description: "The unified diff of the files one turn of a conversation changed", MIMEType: "text/x-diff"},
+		ports.ResourceTemplate{URITemplate: runningTemplate, Name: "running-turn", Title: "The running turn",
+			Description: "The live state of a conversation's running turn (or the last that ended): steps, streamed text, tool calls, the prompt awaiting approval with its diff, usage", MIMEType: "application/json"},
 	), nil
 }
 
 // ReadResource reads a conversation or a turn's changes, and hands any
 // other URI to the inner session.
 func (f features) ReadResource(ctx context.Context, uri string, p ports.Principal) ([]ports.ResourceContents, error) {
+	if uri == ViewURI {
+		return []ports.ResourceContents{{URI: uri, MIMEType: domain.AppMIMEType, Text: viewHTML, Meta: viewMeta}}, nil
+	}
 	rest, ok := strings.CutPrefix(uri, conversationPrefix)
 	if !ok {
 		if f.inner.Resources == nil {
 			return nil, ports.ErrResourceNotFound
 		}
 		return f.inner.Resources.ReadResource(ctx, uri, p)
+	}
+	if name, ok := strings.CutSuffix(rest, runningSuffix); ok {
+		return f.readRunning(uri, name, p)
 	}
 	name, turn, changes := rest, 0, false
 	if n, tail, ok := strings.Cut(rest, "/turns/"); ok {
@@ -143,6 +177,23 @@ func (f features) ReadResource(ctx context.Context, uri string, p ports.Principa
 		return nil, fmt.Errorf("%w: conversation %q keeps no turn %d", ports.ErrResourceNotFound, name, turn)
 	}
 	return []ports.ResourceContents{{URI: uri, MIMEType: "text/x-diff", Text: turnDiff(turns[i])}}, nil
+}
+
+// readRunning reads the live state of the principal's conversation name:
+// its running turn, else the last that ended since the server started.
+func (f features) readRunning(uri, name string, p ports.Principal) ([]ports.ResourceContents, error) {
+	if domain.CheckConversationName("conversation", name) != nil {
+		return nil, ports.ErrResourceNotFound
+	}
+	l := f.s.liveOf(convKey{p, name})
+	if l == nil {
+		return nil, errNoLive(name)
+	}
+	b, err := l.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return []ports.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
 
 // SubscribeResource subscribes to one of the principal's conversations

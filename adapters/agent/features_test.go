@@ -45,7 +45,7 @@ func TestAgentConversationResources(t *testing.T) {
 	f, alice := featureRig(t)
 	ctx := t.Context()
 	list, err := f.Resources.ListResources(ctx, alice)
-	if err != nil || len(list) != 1 || list[0].URI != "agentmcp://conversations/fix" {
+	if err != nil || len(list) != 2 || list[0].URI != agent.ViewURI || list[1].URI != "agentmcp://conversations/fix" {
 		t.Fatalf("alice's list = %+v, %v", list, err)
 	}
 	c, err := f.Resources.ReadResource(ctx, "agentmcp://conversations/fix", alice)
@@ -74,7 +74,7 @@ func TestAgentConversationResources(t *testing.T) {
 		t.Errorf("alice's conversation reached the local principal: %v", err)
 	}
 	tpl, err := f.Resources.ResourceTemplates(ctx, alice)
-	if err != nil || len(tpl) != 2 || tpl[0].URITemplate != "agentmcp://conversations/{name}" {
+	if err != nil || len(tpl) != 3 || tpl[0].URITemplate != "agentmcp://conversations/{name}" || tpl[2].URITemplate != "agentmcp://conversations/{name}/running" {
 		t.Fatalf("templates (a bare workspace has none of its own) = %+v, %v", tpl, err)
 	}
 }

@@ -25,6 +25,7 @@ type Session struct {
 
 	mu      sync.Mutex           // guards running
 	running map[convKey]*running // the turns in progress, one per conversation
+	ended   ended                // the live state of turns that ended, for the view
 
 	// watchers are the resource subscriptions to conversations
 	// (features.go): told when a turn of theirs is stored.
@@ -42,6 +43,7 @@ type convKey struct {
 type running struct {
 	ctx  context.Context // the turn's: done once it is cancelled or out of time
 	done chan struct{}   // closed when the turn has ended
+	live *liveTurn       // what the view shows of it (docs/SPEC.md §2 "The turn view")
 
 	// prompts counts the prompts of its tools waiting for an answer: a
 	// turn waiting on one is superseded by a new submission of its
@@ -153,6 +155,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	tctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
 	me := newRunning(tctx)
+	me.live = newLiveTurn(key.name, sub.Prompt, time.Now())
 	defer me.supersede()
 	if err := s.begin(ctx, key, me); err != nil {
 		return ports.TurnResult{}, err
@@ -164,6 +167,8 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	unhold := func() {}
 	release := sync.OnceFunc(func() {
 		unhold() // first: a turn this one superseded starts once done closes
+		me.live.settle()
+		s.ended.put(key, me.live) // before it leaves running: a read always finds it
 		s.mu.Lock()
 		delete(s.running, key)
 		s.mu.Unlock()
@@ -174,10 +179,12 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 		held, ok, err := l.HoldTurn(tctx, ref)
 		switch {
 		case err != nil:
+			me.live.end(ports.TurnResult{}, err, false)
 			release()
 			s.log.Info("turn failed", "err", logCause(err))
 			return ports.TurnResult{}, s.storeFailed("claimed", err)
 		case !ok:
+			me.live.end(ports.TurnResult{}, ErrBusyElsewhere, false)
 			release()
 			s.log.Info("submission refused", "reason", "conversation busy on another replica")
 			return ports.TurnResult{}, ErrBusyElsewhere
@@ -187,6 +194,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 
 	history, appendOpts, err := s.history(tctx, ref, sub.ForkFrom)
 	if err != nil {
+		me.live.end(ports.TurnResult{}, err, false)
 		release()
 		if errors.Is(err, ports.ErrRefused) {
 			s.log.Info("submission refused", "reason", "conversation")
@@ -225,6 +233,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 		case tctx.Err() != nil:
 			err, cause = fmt.Errorf("the turn ran out of time after %v and was ended", s.opts.TurnTimeout), "out of time"
 		}
+		me.live.end(ports.TurnResult{}, err, ctx.Err() != nil)
 		release()
 		s.log.Info("turn failed", append(attrs, "err", cause)...)
 		return ports.TurnResult{}, err
@@ -232,6 +241,7 @@ func (s *Session) Submit(ctx context.Context, sub ports.Submission, caller ports
 	if stop := t.stop.Load(); stop != nil {
 		attrs = append(attrs, "stopped", string(stop.reason))
 	}
+	me.live.end(result, nil, false)
 	release()
 	s.log.Info("turn finished", attrs...)
 	return result, nil

@@ -96,6 +96,7 @@ func (t *turn) run(history []ports.Message) (string, error) {
 			return "", err
 		}
 		t.count(reply.Usage)
+		t.r.live.usage(reply.Usage)
 		// Only the calls that run are kept: the rest (a hostile endpoint
 		// can send tens of thousands in one answer) become one note, so
 		// what a step keeps does not grow with what the model wrote.
@@ -166,6 +167,7 @@ func (t *turn) count(u *ports.TokenUsage) {
 // a heartbeat while it runs.
 func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantMessage, error) {
 	t.report.send(fmt.Sprintf("model step %d", t.steps))
+	t.r.live.step(t.steps)
 	var chars atomic.Int64
 	var live liveText
 	stop := make(chan struct{})
@@ -200,6 +202,7 @@ func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantM
 		Tools:    tools,
 		OnText: func(delta string) {
 			chars.Add(int64(utf8.RuneCountInString(delta)))
+			t.r.live.text(delta) // first: text in progress is in the view's state too
 			live.add(delta)
 		},
 	})
@@ -218,7 +221,9 @@ func (t *turn) step(msgs []ports.Message, tools []domain.Tool) (ports.AssistantM
 func (t *turn) runTool(call ports.ToolCall, tools []domain.Tool) string {
 	t.calls++
 	ctx, endCall := t.s.opts.Observer.StartToolCall(t.ctx, call.Name)
+	endLive := t.r.live.call(call.Name)
 	result, errorType := t.callTool(ctx, call, tools)
+	endLive(errorType == "")
 	endCall(ports.ToolCallEnd{ErrorType: errorType})
 	t.toolCalls = append(t.toolCalls, ports.ToolCallReport{Name: reportedName(call.Name), OK: errorType == ""})
 	return result
