@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/jsonrpc"
+	"github.com/agentmcp/agentmcp/ports"
 )
 
 // What replicas tell each other through the shared store (shared.go):
@@ -93,7 +95,16 @@ func (n *sharedNames) sendLater(replica string, m message) {
 		n.e.logger.Error("engine: a message to another replica cannot be encoded; dropped", "kind", m.Kind, "err", err)
 		return
 	}
-	n.w.add(writeJob{do: func(ctx context.Context) error { return n.store.Send(ctx, replica, b) }})
+	n.w.add(writeJob{do: func(ctx context.Context) error { return ignoreGone(n.store.Send(ctx, replica, b)) }})
+}
+
+// ignoreGone is err, unless it says the receiver is gone: what was sent
+// there concerned only what ran there, and the store has ended it.
+func ignoreGone(err error) error {
+	if errors.Is(err, ports.ErrReplicaGone) {
+		return nil
+	}
+	return err
 }
 
 // onMessage serves a message another replica sent (ports.CallEvents): it
@@ -165,6 +176,23 @@ func (n *sharedNames) onSettled(id string) {
 		select {
 		case ch <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// onMissed: events may have been lost; every tasks/result waiting for a
+// task on another replica reads it again (settled). A lost Gone of a
+// replica a retry was forwarded to still ends that wait only with its
+// request.
+func (n *sharedNames) onMissed() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ws := range n.watchers {
+		for ch := range ws {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -333,7 +361,11 @@ func (n *sharedNames) retryElsewhere(ctx context.Context, in *inbound, bind doma
 	if answered {
 		m.Answer, m.Answered = answer, true
 	}
-	if err := n.send(ctx, c.elsewhere, m); err != nil {
+	if err := n.send(ctx, c.elsewhere, m); errors.Is(err, ports.ErrReplicaGone) {
+		// Its lease lapsed after the store gave us the round: its Gone
+		// may have come before f was registered, and no answer will.
+		return answerErr(in.id, errReplicaGone)
+	} else if err != nil {
 		return answerErr(in.id, e.storeFailed(in.method, err))
 	}
 	select {

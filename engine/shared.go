@@ -93,7 +93,7 @@ func newSharedNames(e *Engine, store ports.CallStore, local *memNames) (*sharedN
 		rounds: ports.RoundBounds{PerPrincipal: domain.MaxRoundsPerPrincipal, Max: domain.MaxRoundsPerHost},
 		live:   map[string]*call{}, parked: map[string]parkedRound{}, awaited: map[string]awaitedCall{},
 		forwards: map[string]*forward{}, watchers: map[string]map[chan struct{}]struct{}{}}
-	me, err := store.Join(context.Background(), ports.CallEvents{Message: n.onMessage, Settled: n.onSettled, Gone: n.onGone})
+	me, err := store.Join(context.Background(), ports.CallEvents{Message: n.onMessage, Settled: n.onSettled, Gone: n.onGone, Missed: n.onMissed})
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +417,7 @@ func (n *sharedNames) cancel(ctx context.Context, c *call) (bool, error) {
 	if ok {
 		c.s = n.view(rec, c.owner).s // the view renders what the store holds now
 		if changed {
-			n.send(ctx, c.elsewhere, message{Kind: msgCancel, Task: c.id})
+			n.send(ctx, c.elsewhere, message{Kind: msgCancel, Task: c.id}) // gone: the store failed the task there
 		}
 	}
 	return changed, nil
@@ -428,7 +428,9 @@ func (n *sharedNames) answer(ctx context.Context, c *call, responses []jsonrpc.M
 		c.answerTask(responses)
 		return nil
 	}
-	return n.send(ctx, c.elsewhere, message{Kind: msgAnswer, Task: c.id, Answer: appendMembers(nil, responses)})
+	// A replica gone meanwhile: the store fails the task there, and
+	// tasks/get says so; the answer had nobody to reach.
+	return ignoreGone(n.send(ctx, c.elsewhere, message{Kind: msgAnswer, Task: c.id, Answer: appendMembers(nil, responses)}))
 }
 
 func (n *sharedNames) settled(ctx context.Context, c *call) (*call, error) {

@@ -84,7 +84,9 @@ type CallStore interface {
 
 	// Send delivers message to replica's [CallEvents.Message], once, in
 	// the order sent; a message to a replica whose lease has lapsed is
-	// dropped.
+	// dropped and Send fails with [ErrReplicaGone]. A sender waiting for
+	// an answer learns so at once: that replica's [CallEvents.Gone] may
+	// have passed before it began to wait.
 	Send(ctx context.Context, replica string, message []byte) error
 }
 
@@ -100,6 +102,10 @@ type CallEvents struct {
 	// store was out of its reach for longer than it): it ends what it
 	// runs for others.
 	Gone func(replica string)
+	// Missed says Settled and Gone events may have been lost (the store's
+	// event stream began, or began again after a break): whoever waits for
+	// one reads the store again.
+	Missed func()
 }
 
 // TaskRecord is a task as a [CallStore] keeps it: what any replica renders
@@ -169,5 +175,6 @@ type RoundBounds struct {
 }
 
 // ErrReplicaGone is the failure of a task whose replica's lease lapsed
-// (docs/SPEC.md §14 "Replicas"): its work is lost.
+// (docs/SPEC.md §14 "Replicas"): its work is lost. [CallStore.Send] to
+// such a replica fails with it too.
 var ErrReplicaGone = errors.New("the server replica running this task stopped (its lease lapsed) before the task ended; its work is lost: start it again")

@@ -162,7 +162,7 @@ func (s *Store) callTx(ctx context.Context, lock bool, doing string, fn func(ctx
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, domain.ErrRoundsFull), errors.Is(err, domain.ErrUnknownRound):
+	case errors.Is(err, domain.ErrRoundsFull), errors.Is(err, domain.ErrUnknownRound), errors.Is(err, ports.ErrReplicaGone):
 		return err
 	}
 	return s.faultOf("task store", doing, err)
@@ -196,8 +196,19 @@ func (s *Store) Join(ctx context.Context, events ports.CallEvents) (string, erro
 	s.calls.id, s.calls.events, s.calls.cancel = id, events, cancel
 	s.calls.mu.Unlock()
 	s.calls.done.Add(2)
-	go func() { defer s.calls.done.Done(); s.listen(run, id) }()
+	listening := make(chan struct{})
+	go func() { defer s.calls.done.Done(); s.listen(run, id, listening) }()
 	go func() { defer s.calls.done.Done(); s.renew(run, id) }()
+	// Until it listens, a task settled elsewhere would not be heard of: a
+	// replica that serves a tasks/result at once would wait for an event
+	// gone by. Bounded: past it the listener's Missed covers the gap.
+	wait := time.NewTimer(s.opts.Timeout)
+	defer wait.Stop()
+	select {
+	case <-listening:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
 	return id, nil
 }
 
@@ -346,8 +357,9 @@ func strings0(rows pgx.Rows, err error) ([]string, error) {
 // listen listens on the replica's own channel and the events channel on a
 // connection of its own, reconnecting (backing off) when it breaks, and
 // takes the inbox whenever it is rung — and once connected, for what came
-// while it was not.
-func (s *Store) listen(ctx context.Context, id string) {
+// while it was not; each time it connects it says events may have been
+// missed (CallEvents.Missed), and the first time it closes listening.
+func (s *Store) listen(ctx context.Context, id string, listening chan struct{}) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		if backoff > 0 {
@@ -363,6 +375,13 @@ func (s *Store) listen(ctx context.Context, id string) {
 			continue
 		}
 		backoff = 0
+		if listening != nil {
+			close(listening)
+			listening = nil
+		}
+		if f := s.events().Missed; f != nil {
+			f()
+		}
 		s.takeInbox(ctx, id)
 		for {
 			n, err := conn.WaitForNotification(ctx)
@@ -439,13 +458,16 @@ func (s *Store) takeInbox(ctx context.Context, id string) {
 }
 
 // Send puts message in replica's inbox and rings it; a replica whose
-// lease has lapsed gets nothing.
+// lease has lapsed gets nothing, and Send says so ([ports.ErrReplicaGone]).
 func (s *Store) Send(ctx context.Context, replica string, message []byte) error {
 	return s.callTx(ctx, false, "cannot send a message", func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO agentmcp.inbox (replica, message)
 			SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM agentmcp.replicas WHERE id = $1 AND lease_until >= now())`, replica, message)
-		if err != nil || tag.RowsAffected() == 0 {
+		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ports.ErrReplicaGone
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.inboxChannel(replica))
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmcp/agentmcp/domain"
 	"github.com/agentmcp/agentmcp/internal/pgtest"
+	"github.com/agentmcp/agentmcp/internal/waitfor"
 	"github.com/agentmcp/agentmcp/ports"
 )
 
@@ -219,4 +220,41 @@ func TestRoundBoundsAcrossReplicas(t *testing.T) {
 	if _, err := b.TakeRound(ctx, second, bind("x"), time.Now()); !errors.Is(err, domain.ErrUnknownRound) {
 		t.Errorf("a round taken twice: %v", err)
 	}
+}
+
+// TestEventsAfterJoin: a replica hears of a task settled elsewhere from
+// the moment Join returns (it listens already: a tasks/result it serves at
+// once waited for an event gone by, TestLoopbackReplicasMetrics hung so),
+// and when its listener's connection breaks it is told, once it listens
+// again, that events may have been missed.
+func TestEventsAfterJoin(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	a := joined(t, c, db, "/srv/work")
+	settled, missed := make(chan string, 16), make(chan struct{}, 16)
+	b := openT(t, c, db, Options{Scope: "/srv/work"})
+	if _, err := b.Join(t.Context(), ports.CallEvents{
+		Settled: func(id string) { settled <- id },
+		Missed:  func() { missed <- struct{}{} },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bounds := ports.TaskBounds{PerPrincipal: 10, Max: 100}
+	settle := func() {
+		t.Helper()
+		r := newTask("o")
+		if refusal, err := a.CreateTask(t.Context(), r, bounds); err != nil || refusal != 0 {
+			t.Fatalf("CreateTask: %v, %v", refusal, err)
+		}
+		end(t, a, r, 10, bounds)
+		for waitfor.Value(t, settled, 30*time.Second, "B told the task settled") != r.ID {
+		}
+	}
+	settle()
+	waitfor.Value(t, missed, 30*time.Second, "Missed as B began to listen")
+	if out := c.SQL(t, db, "SELECT count(pg_terminate_backend(pid, 60000)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"); out != "2" {
+		t.Fatalf("listeners terminated: %q, want A's and B's", out)
+	}
+	waitfor.Value(t, missed, 30*time.Second, "Missed once B listens again")
+	settle()
 }

@@ -37,13 +37,33 @@ type watched struct {
 	saved chan ports.TaskRecord
 	// afterRead, when set, runs after each Task read, with its record.
 	afterRead atomic.Pointer[func(ports.TaskRecord)]
+	// afterTake, when set, runs once after a TakeRound that found its
+	// round.
+	afterTake atomic.Pointer[func()]
+	// gone tells each replica the engine was told is gone, once the
+	// engine's Gone has returned.
+	gone chan string
+	id   atomic.Pointer[string] // the replica's id, once joined
 }
 
-func watch(s *Store) *watched { return &watched{Store: s, saved: make(chan ports.TaskRecord, 1024)} }
+func watch(s *Store) *watched {
+	return &watched{Store: s, saved: make(chan ports.TaskRecord, 1024), gone: make(chan string, 16)}
+}
 
 func (w *watched) Join(ctx context.Context, e ports.CallEvents) (string, error) {
 	w.ops.Add(1)
-	return w.Store.Join(ctx, e)
+	if g := e.Gone; g != nil {
+		e.Gone = func(replica string) {
+			g(replica)
+			select {
+			case w.gone <- replica:
+			default:
+			}
+		}
+	}
+	id, err := w.Store.Join(ctx, e)
+	w.id.Store(&id)
+	return id, err
 }
 func (w *watched) CreateTask(ctx context.Context, t ports.TaskRecord, b ports.TaskBounds) (ports.TaskRefusal, error) {
 	w.ops.Add(1)
@@ -86,7 +106,11 @@ func (w *watched) ParkRound(ctx context.Context, r ports.RoundRecord, b ports.Ro
 }
 func (w *watched) TakeRound(ctx context.Context, token [32]byte, b domain.RoundBinding, now time.Time) (ports.RoundRef, error) {
 	w.ops.Add(1)
-	return w.Store.TakeRound(ctx, token, b, now)
+	ref, err := w.Store.TakeRound(ctx, token, b, now)
+	if f := w.afterTake.Swap(nil); f != nil && err == nil {
+		(*f)()
+	}
+	return ref, err
 }
 func (w *watched) DropRounds(ctx context.Context, call string) error {
 	w.ops.Add(1)
@@ -153,11 +177,16 @@ const (
 // conforming client sends (Mcp-Name: name).
 func (r *replica) modern(who ports.Principal, method, caps, params, name string) map[string]any {
 	r.t.Helper()
+	return decode(r.t, r.modernWithin(context.Background(), who, method, caps, params, name))
+}
+
+// modernWithin is modern's request under ctx, its reply as it is.
+func (r *replica) modernWithin(ctx context.Context, who ports.Principal, method, caps, params, name string) engine.Reply {
 	id := r.id.Add(1)
 	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"` + method + `","params":{` + params +
 		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
 	h := engine.Headers{ProtocolVersion: "2026-07-28", Method: method, Name: name, HasProtocolVersion: true, HasMethod: true, HasName: true}
-	return decode(r.t, r.eng.Exchange(context.Background(), []byte(body), engine.ExchangeOptions{Headers: h, Principal: who}))
+	return r.eng.Exchange(ctx, []byte(body), engine.ExchangeOptions{Headers: h, Principal: who})
 }
 
 // legacy sends one 2025-11-25 request from who.
@@ -424,6 +453,54 @@ func TestLapsedLease(t *testing.T) {
 	m := b.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{},"requestState":"`+token+`","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}}`, "write")
 	if errCode(m) != -32602 {
 		t.Errorf("a retry of the lapsed replica's round = %v, want -32602", m)
+	}
+}
+
+// TestRetryToALapsedReplica: B takes the round of a call parked on A, and
+// A's lease lapses before B sends it the retry — B has been told A is gone
+// already, so no Gone will end its wait: the send itself says A is gone
+// and B answers -32603 at once (it waited until its request ended).
+func TestRetryToALapsedReplica(t *testing.T) {
+	c := pgtest.Start(t)
+	db := c.CreateDatabase(t)
+	const lease = 600 * time.Millisecond
+	b := newReplica(t, c, db, lease)
+	dying := watch(openT(t, c, db, Options{Scope: "/srv/work", Lease: lease}))
+	sess := fake.New()
+	eng, err := engine.New(sess, engine.Options{AskClient: true, Calls: dying})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &replica{t: t, eng: eng, session: sess}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		eng.Shutdown(ctx) // its store is gone: what it has left to write is lost, as with its process
+	}()
+	round := res(t, a.modern(alice, "tools/call", rounds2026, `"name":"write","arguments":{}`, "write"))
+	token := round["requestState"].(string)
+	aID := *dying.id.Load()
+
+	lapse := func() {
+		dying.calls.stop() // A renews no more, as after kill -9
+		for {
+			if waitfor.Value(t, b.store.gone, 30*time.Second, "B told that A is gone") == aID {
+				return
+			}
+		}
+	}
+	b.store.afterTake.Store(&lapse)
+	// A bound on a hang, not a speed requirement.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r := b.modernWithin(ctx, alice, "tools/call", rounds2026, `"name":"write","arguments":{},"requestState":"`+token+
+		`","inputResponses":{"prompt":{"action":"accept","content":{"decision":"allow_once"}}}`, "write")
+	if r.Kind != engine.Answered {
+		t.Fatalf("the retry on B ended %v, %s: want -32603 at once (it waited for an answer from a replica gone)", r.Kind, r.Body)
+	}
+	m := decode(t, r)
+	if er, _ := m["error"].(map[string]any); errCode(m) != -32603 || !strings.Contains(er["message"].(string), "stopped before it answered") {
+		t.Errorf("the retry on B = %v, want -32603 (the replica running the call stopped)", m)
 	}
 }
 
