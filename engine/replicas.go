@@ -172,7 +172,12 @@ func (n *sharedNames) onLeave(m message) {
 func (n *sharedNames) onSettled(id string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for ch := range n.watchers[id] {
+	ring(n.watchers[id])
+}
+
+// ring rings each of a task's watchers, never blocking (n.mu held).
+func ring(ws map[chan struct{}]struct{}) {
+	for ch := range ws {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -188,12 +193,7 @@ func (n *sharedNames) onMissed() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, ws := range n.watchers {
-		for ch := range ws {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
+		ring(ws)
 	}
 }
 
@@ -229,12 +229,7 @@ func (n *sharedNames) onGone(replica string) {
 		}
 	}
 	for _, ws := range n.watchers {
-		for ch := range ws {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
+		ring(ws)
 	}
 	n.mu.Unlock()
 	if replica == me {

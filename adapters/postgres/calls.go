@@ -202,12 +202,11 @@ func (s *Store) Join(ctx context.Context, events ports.CallEvents) (string, erro
 	// Until it listens, a task settled elsewhere would not be heard of: a
 	// replica that serves a tasks/result at once would wait for an event
 	// gone by. Bounded: past it the listener's Missed covers the gap.
-	wait := time.NewTimer(s.opts.Timeout)
-	defer wait.Stop()
+	wait, cancelWait := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancelWait()
 	select {
 	case <-listening:
-	case <-wait.C:
-	case <-ctx.Done():
+	case <-wait.Done():
 	}
 	return id, nil
 }
